@@ -1,0 +1,3 @@
+from nvidia_oci_hook.cli import run
+
+run()

@@ -1,0 +1,213 @@
+"""Command line: parse arguments into options, call the library, print, exit 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any, Optional
+
+import click
+
+from nvidia_oci_hook import __version__, io
+from nvidia_oci_hook.config import ConfigError, Settings, load_settings
+from nvidia_oci_hook.findings import Severity
+from nvidia_oci_hook.model.document import AUTO, KINDS
+from nvidia_oci_hook.rules.base import all_rules, get_rule, matches_any
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+
+
+class Fatal(Exception):
+    """A problem with the invocation or the environment: one line, exit status 2."""
+
+
+def _split_codes(values: tuple[str, ...]) -> tuple[str, ...]:
+    codes = tuple(part.strip().upper() for value in values for part in value.split(",") if part.strip())
+    known = [rule.code for rule in all_rules()]
+    for code in codes:
+        if not any(matches_any(rule_code, [code]) for rule_code in known):
+            raise click.BadParameter(f"{code!r} is no rule code or prefix (see 'nvidia-oci-hook rules')")
+    return codes
+
+
+def _settings(ctx: click.Context) -> Settings:
+    settings: Settings = ctx.obj["settings"]
+    return settings
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="nvidia-oci-hook")
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    help="Configuration file [default: /etc/nvidia-oci-hook/config.yaml; env NVIDIA_OCI_HOOK_CONFIG].",
+)
+@click.option("--debug", is_flag=True, help="Show the traceback of an internal error.")
+@click.pass_context
+def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
+    """Check GPU containers' OCI specs against the node, and explain what is wrong."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+    try:
+        ctx.obj["settings"] = load_settings(config_path)
+    except ConfigError as exc:
+        raise Fatal(str(exc)) from None
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, metavar="[PATH|-]...")
+@click.option(
+    "--kind",
+    type=click.Choice((AUTO, *KINDS)),
+    default=AUTO,
+    show_default=True,
+    help="Document kind; auto detects it from the content.",
+)
+@click.option("--host-root", default="/", show_default=True, metavar="DIR", help="Where the node's / is.")
+@click.option(
+    "--driver-root",
+    "driver_roots",
+    multiple=True,
+    metavar="DIR",
+    help="A driver-root candidate (repeatable) [default: / and /run/nvidia/driver].",
+)
+@click.option("--offline", is_flag=True, help="Skip every check that looks at the host.")
+@click.option("--schema-only", is_flag=True, help="Only what the format's own reference checks.")
+@click.option("--select", multiple=True, metavar="CODE", help="Only these codes or prefixes (repeatable).")
+@click.option("--ignore", multiple=True, metavar="CODE", help="Not these codes or prefixes (repeatable).")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning"]),
+    default=None,
+    help="Lowest severity that makes the exit status 1 [default: error].",
+)
+@click.pass_context
+def lint(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    kind: str,
+    host_root: str,
+    driver_roots: tuple[str, ...],
+    offline: bool,
+    schema_only: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    output_format: str,
+    fail_on: Optional[str],
+) -> None:
+    """Lint OCI runtime configs (config.json) and states; '-' reads standard input.
+
+    Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage or read error.
+    """
+    from nvidia_oci_hook.lint import LintOptions, lint_paths
+    from nvidia_oci_hook.report import REPORTERS
+
+    settings = _settings(ctx)
+    for root in driver_roots:
+        if not root.startswith("/"):
+            raise click.BadParameter(f"{root!r} is not an absolute path", param_hint="--driver-root")
+    options = LintOptions(
+        kind=kind,
+        host_root=host_root,
+        driver_roots=driver_roots or settings.driver_roots,
+        offline=offline,
+        schema_only=schema_only,
+        select=_split_codes(select) if select else settings.select,
+        ignore=_split_codes(ignore) if ignore else settings.ignore,
+    )
+    if not offline and not _is_directory(host_root):
+        raise Fatal(f"--host-root {host_root}: not a directory")
+    try:
+        results = lint_paths(paths, options)
+    except io.ReadError as exc:
+        raise Fatal(str(exc)) from None
+    color = output_format == "text" and sys.stdout.isatty()
+    click.echo(REPORTERS[output_format](results, color=color), nl=False)
+    threshold = Severity.parse(fail_on or settings.fail_on)
+    failed = any(f.severity >= threshold for result in results for f in result.findings)
+    ctx.exit(EXIT_FINDINGS if failed else EXIT_CLEAN)
+
+
+def _is_directory(path: str) -> bool:
+    import os
+
+    return os.path.isdir(path)
+
+
+@cli.command("rules")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def list_rules(output_format: str) -> None:
+    """List every rule: code, severity, name and summary."""
+    rules = all_rules()
+    if output_format == "json":
+        payload: list[dict[str, Any]] = [
+            {
+                "code": r.code,
+                "name": r.name,
+                "severity": r.severity.label,
+                "kinds": sorted(r.kinds),
+                "needs_host": r.needs_host,
+                "schema_only": r.schema_level,
+                "summary": r.summary,
+            }
+            for r in rules
+        ]
+        click.echo(json.dumps(payload, indent=2))
+        return
+    width = max(len(r.name) for r in rules)
+    for r in rules:
+        click.echo(f"{r.code:<8} {r.severity.label:<8} {r.name:<{width}}  {r.summary}")
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Explain a rule: what it checks, why it matters, an example and the fix."""
+    try:
+        rule = get_rule(code)
+    except KeyError:
+        raise Fatal(f"unknown rule code {code!r} (see 'nvidia-oci-hook rules')") from None
+    host = ", needs the host" if rule.needs_host else ""
+    click.echo(f"{rule.code} {rule.name} ({rule.severity.label}{host})\n\n{rule.summary}\n\n{rule.explanation}")
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point: every failure ends as one line on stderr and exit status 2, never a traceback."""
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    try:
+        # Without standalone mode click returns the status that ctx.exit() set instead of raising.
+        status = cli.main(args=argv, prog_name="nvidia-oci-hook", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("nvidia-oci-hook: interrupted", err=True)
+        return EXIT_ERROR
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_ERROR
+    except Fatal as exc:
+        click.echo(f"nvidia-oci-hook: {exc}", err=True)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_ERROR
+    except Exception as exc:  # the one place an unexpected error becomes a single line
+        if debug:
+            traceback.print_exc()
+        click.echo(f"nvidia-oci-hook: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+        return EXIT_ERROR
+    return status if isinstance(status, int) else EXIT_CLEAN
+
+
+def run() -> None:
+    sys.exit(main())

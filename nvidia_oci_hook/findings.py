@@ -1,0 +1,49 @@
+"""The one type every check reports, whatever the document kind or the rule."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Optional
+
+
+class Severity(enum.IntEnum):
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (expected error, warning or info)") from None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a check yields: where in the document and what is wrong; the rule supplies code and severity."""
+
+    pointer: str
+    message: str
+    hint: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    path: str
+    pointer: str
+    message: str
+    line: Optional[int] = None
+    column: Optional[int] = None
+    hint: Optional[str] = None
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.path, self.line or 0, self.column or 0, self.code, self.pointer)

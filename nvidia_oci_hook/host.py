@@ -1,0 +1,157 @@
+"""HostView: the one way to ask what exists on the node, rooted at --host-root.
+
+Paths given to it are host paths as a container spec names them ("/usr/lib/libcuda.so.1"). Symbolic links are
+followed inside the root, so an absolute link target on a node mounted at /host resolves under /host, not under
+the filesystem this tool happens to run in.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from dataclasses import dataclass
+from typing import Optional
+
+_MAX_LINKS = 40  # the kernel's own limit on links followed in one lookup
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    """What a path is on the host: a device node's type and numbers, or another kind of file."""
+
+    type: str  # "c", "b", "p" (FIFO), or "file", "directory", "other"
+    major: int = 0
+    minor: int = 0
+
+    @property
+    def is_device(self) -> bool:
+        return self.type in ("c", "b")
+
+    def describe(self) -> str:
+        if self.is_device:
+            return f"{self.type} {self.major}:{self.minor}"
+        return "a FIFO" if self.type == "p" else f"a {self.type}"
+
+
+def _identity(info: os.stat_result) -> DeviceIdentity:
+    mode = info.st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "c" if stat.S_ISCHR(mode) else "b"
+        return DeviceIdentity(kind, os.major(info.st_rdev), os.minor(info.st_rdev))
+    if stat.S_ISFIFO(mode):
+        return DeviceIdentity("p")
+    if stat.S_ISDIR(mode):
+        return DeviceIdentity("directory")
+    if stat.S_ISREG(mode):
+        return DeviceIdentity("file")
+    return DeviceIdentity("other")
+
+
+class HostView:
+    def __init__(self, root: str = "/") -> None:
+        self.root = os.path.abspath(root)
+
+    def _real(self, path: str) -> Optional[str]:
+        """The on-disk path for host path, links resolved within the root; None if a component is missing."""
+        if self.root == "/":
+            return path
+        pending = [part for part in path.split("/") if part]
+        resolved: list[str] = []
+        links = 0
+        while pending:
+            part = pending.pop(0)
+            if part == ".":
+                continue
+            if part == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            candidate = os.path.join(self.root, *resolved, part)
+            try:
+                info = os.lstat(candidate)
+            except OSError:
+                return None
+            if stat.S_ISLNK(info.st_mode):
+                links += 1
+                if links > _MAX_LINKS:
+                    return None
+                target = os.readlink(candidate)
+                if target.startswith("/"):
+                    resolved = []
+                pending[:0] = [p for p in target.split("/") if p]
+                continue
+            resolved.append(part)
+        return os.path.join(self.root, *resolved)
+
+    def stat(self, path: str) -> Optional[os.stat_result]:
+        if not path.startswith("/"):
+            return None
+        real = self._real(posixpath.normpath(path))
+        if real is None:
+            return None
+        try:
+            return os.stat(real)
+        except (OSError, ValueError):
+            return None
+
+    def exists(self, path: str) -> bool:
+        return self.stat(path) is not None
+
+    def is_executable(self, path: str) -> bool:
+        info = self.stat(path)
+        return info is not None and stat.S_ISREG(info.st_mode) and bool(info.st_mode & 0o111)
+
+    def identity(self, path: str) -> Optional[DeviceIdentity]:
+        info = self.stat(path)
+        return None if info is None else _identity(info)
+
+
+def under_root(root: str, path: str) -> Optional[str]:
+    """path relative to root ('' for root itself), matching whole components; None if outside."""
+    root = root.rstrip("/")
+    if not root:
+        return path.lstrip("/")
+    if path == root:
+        return ""
+    if path.startswith(root + "/"):
+        return path[len(root) + 1 :]
+    return None
+
+
+def owning_root(roots: tuple[str, ...], path: str) -> tuple[str, str]:
+    """The most specific candidate root containing path, and path relative to it."""
+    best = ("/", path.lstrip("/"))
+    best_length = -1
+    for root in roots:
+        relative = under_root(root, path)
+        if relative is not None and len(root.rstrip("/")) > best_length:
+            best, best_length = (root, relative), len(root.rstrip("/"))
+    return best
+
+
+@dataclass(frozen=True)
+class RootRewrite:
+    path: str
+    missing_root: str
+    existing_root: str
+    rewritten: str
+
+
+def rewrite_for_existing_root(host: HostView, roots: tuple[str, ...], path: str) -> Optional[RootRewrite]:
+    """If path is missing but the same path relative to its driver root exists under another candidate root.
+
+    Nothing is guessed: the whole relative path must exist under exactly the root that is proposed; the
+    first candidate in the given order wins when several have it.
+    """
+    path = posixpath.normpath(path)
+    if not path.startswith("/") or host.exists(path):
+        return None
+    root, relative = owning_root(roots, path)
+    for other in roots:
+        if other.rstrip("/") == root.rstrip("/"):
+            continue
+        candidate = posixpath.join(other, relative) if relative else other
+        if host.exists(candidate):
+            return RootRewrite(path, root, other, posixpath.normpath(candidate))
+    return None

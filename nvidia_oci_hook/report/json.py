@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from nvidia_oci_hook.lint import FileResult
+from nvidia_oci_hook.report.text import summarize
+
+JSON_FORMAT_VERSION = 1
+
+
+def as_dict(results: Sequence[FileResult]) -> dict[str, Any]:
+    return {
+        "version": JSON_FORMAT_VERSION,
+        "files": [
+            {
+                "path": result.path,
+                "kind": result.kind,
+                "findings": [
+                    {
+                        "code": f.code,
+                        "severity": f.severity.label,
+                        "pointer": f.pointer,
+                        "line": f.line,
+                        "message": f.message,
+                        "hint": f.hint,
+                    }
+                    for f in result.findings
+                ],
+            }
+            for result in results
+        ],
+        "summary": summarize(results),
+    }
+
+
+def render_json(results: Sequence[FileResult], color: bool = False) -> str:
+    return json.dumps(as_dict(results), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,5 @@
+"""Every rule, one module per family; importing this package registers them all."""
+
+from nvidia_oci_hook.rules import devices, document, gpu, hooks, host
+
+__all__ = ["devices", "document", "gpu", "hooks", "host"]

@@ -1,0 +1,137 @@
+"""What a rule is, and the registry every front-end reads: lint, rules, explain, SARIF, the README catalogue.
+
+A rule's documentation is its docstring, in four sections (What it checks / Why it matters / Example / Fix);
+the first line is the one-line summary.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from nvidia_oci_hook.findings import Problem, Severity
+from nvidia_oci_hook.host import HostView
+
+DEFAULT_DRIVER_ROOTS = ("/", "/run/nvidia/driver")
+
+DOC_SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
+
+
+@dataclass
+class Context:
+    """What a check may consult besides the document: the host (None when offline) and shared derived views."""
+
+    host: Optional[HostView] = None
+    driver_roots: tuple[str, ...] = DEFAULT_DRIVER_ROOTS
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    def cached(self, key: str, build: Callable[[], Any]) -> Any:
+        if key not in self.memo:
+            self.memo[key] = build()
+        return self.memo[key]
+
+
+Check = Callable[[Any, Context], Iterable[Problem]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: Severity
+    kinds: frozenset[str]
+    summary: str
+    sections: dict[str, str]
+    check: Optional[Check] = None  # None: reported by the loader or the schema check, not by a check function
+    needs_host: bool = False
+    schema_level: bool = False  # part of --schema-only: the format's own reference rejects the document
+
+    @property
+    def explanation(self) -> str:
+        return "\n\n".join(f"## {title}\n{self.sections[title]}" for title in DOC_SECTIONS)
+
+
+_REGISTRY: dict[str, Rule] = {}
+
+_SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
+
+
+def _parse_doc(code: str, doc: Optional[str]) -> tuple[str, dict[str, str]]:
+    if not doc:
+        raise ValueError(f"rule {code} has no docstring")
+    text = inspect.cleandoc(doc)
+    summary, _, body = text.partition("\n")
+    parts = _SECTION.split(body)
+    sections = {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+    missing = [title for title in DOC_SECTIONS if not sections.get(title)]
+    if missing:
+        raise ValueError(f"rule {code} documentation lacks {', '.join(missing)}")
+    return summary.strip(), sections
+
+
+def register(
+    code: str,
+    name: str,
+    severity: Severity,
+    kinds: Iterable[str],
+    *,
+    needs_host: bool = False,
+    schema_level: bool = False,
+    doc: Optional[str] = None,
+    check: Optional[Check] = None,
+) -> Rule:
+    if code in _REGISTRY:
+        raise ValueError(f"rule code {code} registered twice")
+    summary, sections = _parse_doc(code, doc if doc is not None else (check.__doc__ if check else None))
+    rule = Rule(code, name, severity, frozenset(kinds), summary, sections, check, needs_host, schema_level)
+    _REGISTRY[code] = rule
+    return rule
+
+
+def rule(
+    code: str,
+    name: str,
+    severity: Severity,
+    kinds: Iterable[str],
+    *,
+    needs_host: bool = False,
+) -> Callable[[Check], Check]:
+    """Decorator: the function is the check, its docstring the documentation."""
+
+    def wrap(check: Check) -> Check:
+        register(code, name, severity, kinds, needs_host=needs_host, check=check)
+        return check
+
+    return wrap
+
+
+def all_rules() -> list[Rule]:
+    from nvidia_oci_hook import rules as _load_every_rule_module  # noqa: F401
+
+    return sorted(_REGISTRY.values(), key=lambda r: r.code)
+
+
+def get_rule(code: str) -> Rule:
+    all_rules()
+    try:
+        return _REGISTRY[code.upper()]
+    except KeyError:
+        raise KeyError(code) from None
+
+
+def matches_any(code: str, prefixes: Iterable[str]) -> bool:
+    return any(code.startswith(prefix.upper()) for prefix in prefixes)
+
+
+def selected(rules: Iterable[Rule], select: Iterable[str], ignore: Iterable[str]) -> Iterator[Rule]:
+    select = list(select)
+    ignore = list(ignore)
+    for candidate in rules:
+        if select and not matches_any(candidate.code, select):
+            continue
+        if matches_any(candidate.code, ignore):
+            continue
+        yield candidate
