@@ -1,0 +1,17 @@
+# Shortcuts for developers; the quick start in README.md uses scripts/ directly (make is not on a bare Debian).
+.PHONY: demo test check bench catalogue
+
+demo:
+	sh scripts/demo
+
+test:
+	sh scripts/test
+
+check:
+	.venv-newest/bin/ruff check . && .venv-newest/bin/ruff format --check . && .venv-newest/bin/mypy
+
+bench:
+	.venv/bin/python benchmarks/bench_lint.py
+
+catalogue:
+	.venv/bin/python -m nvidia_oci_hook.report.catalogue README.md
