@@ -51,6 +51,8 @@ def _identity(info: os.stat_result) -> DeviceIdentity:
 class HostView:
     def __init__(self, root: str = "/") -> None:
         self.root = os.path.abspath(root)
+        # One view serves one run; several rules ask about the same paths.
+        self._stats: dict[str, Optional[os.stat_result]] = {}
 
     def _real(self, path: str) -> Optional[str]:
         """The on-disk path for host path, links resolved within the root; None if a component is missing."""
@@ -85,15 +87,18 @@ class HostView:
         return os.path.join(self.root, *resolved)
 
     def stat(self, path: str) -> Optional[os.stat_result]:
-        if not path.startswith("/"):
-            return None
-        real = self._real(posixpath.normpath(path))
-        if real is None:
-            return None
-        try:
-            return os.stat(real)
-        except (OSError, ValueError):
-            return None
+        if path in self._stats:
+            return self._stats[path]
+        result = None
+        if path.startswith("/"):
+            real = self._real(posixpath.normpath(path))
+            if real is not None:
+                try:
+                    result = os.stat(real)
+                except (OSError, ValueError):
+                    result = None
+        self._stats[path] = result
+        return result
 
     def exists(self, path: str) -> bool:
         return self.stat(path) is not None

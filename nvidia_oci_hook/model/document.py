@@ -67,10 +67,12 @@ def _decode_utf8(raw: bytes, problems: list[LoadProblem]) -> str:
         # Go's decoder replaces invalid bytes inside strings, so keep going the same way after reporting.
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        # The bytes before the first bad one decode cleanly, so their length is the offset in the text.
         problems.append(
             LoadProblem(
                 "DOC002",
                 f"byte 0x{raw[exc.start]:02x} at line {line}, column {column} (offset {exc.start}) is not valid UTF-8",
+                len(raw[: exc.start].decode("utf-8")),
             )
         )
         return raw.decode("utf-8", errors="replace")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Optional
 
 HOOK_STAGES = ("prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop")
@@ -103,14 +104,18 @@ class DeviceRule:
 
 
 class OCIConfig:
-    """Accessors over a config.json value; the value itself is never modified."""
+    """Accessors over a config.json value, each computed once; the value itself is never modified."""
 
     def __init__(self, value: Any) -> None:
         self.value = _as_dict(value)
         self.linux = _as_dict(self.value.get("linux"))
         self.process = _as_dict(self.value.get("process"))
 
-    def devices(self) -> Iterator[Device]:
+    @cached_property
+    def devices(self) -> list[Device]:
+        return list(self._devices())
+
+    def _devices(self) -> Iterator[Device]:
         for index, entry in enumerate(_as_list(self.linux.get("devices"))):
             if not isinstance(entry, dict):
                 continue
@@ -125,7 +130,11 @@ class OCIConfig:
                 _as_int(entry.get("minor")),
             )
 
-    def mounts(self) -> Iterator[Mount]:
+    @cached_property
+    def mounts(self) -> list[Mount]:
+        return list(self._mounts())
+
+    def _mounts(self) -> Iterator[Mount]:
         for index, entry in enumerate(_as_list(self.value.get("mounts"))):
             if not isinstance(entry, dict):
                 continue
@@ -141,7 +150,11 @@ class OCIConfig:
                 options,
             )
 
-    def hooks(self) -> Iterator[Hook]:
+    @cached_property
+    def hooks(self) -> list[Hook]:
+        return list(self._hooks())
+
+    def _hooks(self) -> Iterator[Hook]:
         stages = _as_dict(self.value.get("hooks"))
         for stage in HOOK_STAGES:
             for index, entry in enumerate(_as_list(stages.get(stage))):
@@ -156,7 +169,11 @@ class OCIConfig:
                     entry.get("timeout"),
                 )
 
-    def device_rules(self) -> Iterator[DeviceRule]:
+    @cached_property
+    def device_rules(self) -> list[DeviceRule]:
+        return list(self._device_rules())
+
+    def _device_rules(self) -> Iterator[DeviceRule]:
         resources = _as_dict(self.linux.get("resources"))
         for index, entry in enumerate(_as_list(resources.get("devices"))):
             if not isinstance(entry, dict) or not isinstance(entry.get("allow"), bool):
@@ -192,7 +209,7 @@ class OCIConfig:
         """Why this container counts as privileged (as the NVIDIA stack and the engines see it), or None."""
         if "CAP_SYS_ADMIN" in self.bounding_capabilities():
             return "CAP_SYS_ADMIN is in process.capabilities.bounding"
-        for rule in self.device_rules():
+        for rule in self.device_rules:
             if rule.is_allow_all:
                 return f"{rule.pointer} allows every device (a *:* rwm)"
         return None

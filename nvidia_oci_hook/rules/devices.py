@@ -18,7 +18,7 @@ def config(value: Any, context: Context) -> OCIConfig:
 
 
 def devices(value: Any, context: Context) -> list[Device]:
-    return context.cached("devices", lambda: list(config(value, context).devices()))  # type: ignore[no-any-return]
+    return config(value, context).devices
 
 
 def _repeats(value: Any, context: Context) -> Iterator[tuple[Device, Device]]:
@@ -110,7 +110,7 @@ def device_not_allowed(value: Any, context: Context) -> Iterator[Problem]:
     `linux.resources.devices`, after any deny-all rule.
     """
     spec = config(value, context)
-    access = DeviceAccess(spec.device_rules())
+    access = DeviceAccess(spec.device_rules)
     for device in first_by_path(devices(value, context)).values():
         kind = cgroup_type(device.type)
         if kind not in ("c", "b") or device.major is None or device.minor is None:
@@ -164,7 +164,7 @@ def mount_shadows_device(value: Any, context: Context) -> Iterator[Problem]:
         while parent not in ("/", ""):
             below.setdefault(parent, []).append(device)
             parent = posixpath.dirname(parent)
-    for mount in config(value, context).mounts():
+    for mount in config(value, context).mounts:
         exact = by_path.get(mount.destination)
         if exact is not None:
             yield Problem(

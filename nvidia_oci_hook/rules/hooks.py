@@ -14,7 +14,7 @@ from nvidia_oci_hook.rules.devices import config
 
 
 def hooks(value: Any, context: Context) -> list[Hook]:
-    return context.cached("hooks", lambda: list(config(value, context).hooks()))  # type: ignore[no-any-return]
+    return config(value, context).hooks
 
 
 @rule("HOOK001", "hook-path-not-absolute", Severity.ERROR, [OCI_CONFIG])

@@ -16,7 +16,7 @@ from nvidia_oci_hook.rules.hooks import hooks
 
 def _host_paths(value: Any, context: Context) -> Iterator[tuple[str, str, str]]:
     """(pointer, what, host path) for every bind-mount source and every hook program."""
-    for mount in config(value, context).mounts():
+    for mount in config(value, context).mounts:
         if mount.is_bind and mount.source and mount.source.startswith("/"):
             yield (
                 f"{mount.pointer}/source",
@@ -135,7 +135,7 @@ def mount_source_missing(value: Any, context: Context) -> Iterator[Problem]:
     """
     if context.host is None:
         return
-    for mount in config(value, context).mounts():
+    for mount in config(value, context).mounts:
         source = mount.source
         if not (mount.is_bind and source and source.startswith("/")) or context.host.exists(source):
             continue

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
@@ -36,7 +35,10 @@ def only_finding(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["/nonexistent/config.json"], "nvidia-oci-hook: /nonexistent/config.json: cannot open: No such file or directory"),
+        (
+            ["/nonexistent/config.json"],
+            "nvidia-oci-hook: /nonexistent/config.json: cannot open: No such file or directory",
+        ),
         (["/"], "nvidia-oci-hook: /: is a directory"),
         (["--host-root", "/nonexistent", "/dev/null"], "nvidia-oci-hook: --host-root /nonexistent: not a directory"),
     ],
@@ -50,17 +52,16 @@ def test_unreadable_path_is_one_line_and_exit_two(
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
+    # Root reads any file; without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH it obeys the mode like anyone.
     path = tmp_path / "config.json"
     path.write_text("{}")
     path.chmod(0)
     proc = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "nvidia_oci_hook",
+        ["setpriv", "--bounding-set=-dac_override,-dac_read_search", sys.executable, "-m", "nvidia_oci_hook",
          "lint", str(path)],
-        capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": os.getcwd()},
+        capture_output=True, text=True, check=False,
     )  # fmt: skip
-    if "setpriv" in proc.stderr and proc.returncode != 2:
-        pytest.fail(f"setpriv could not drop privileges: {proc.stderr}")
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert proc.stderr == f"nvidia-oci-hook: {path}: cannot open: Permission denied\n"
 
 
@@ -69,7 +70,7 @@ def test_invalid_json_has_line_and_column(tmp_path: Path) -> None:
     path.write_text('{\n  "ociVersion": "1.0.2",\n  "process": {"cwd": "/",}\n}\n')
     finding = only_finding(lint_file(path))
     assert finding["code"] == "DOC001" and finding["line"] == 3
-    assert "Expecting property name" in finding["message"]
+    assert finding["message"].startswith("invalid JSON: ")
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,8 @@ def test_invalid_json_has_line_and_column(tmp_path: Path) -> None:
         (b'"config"', "SCH001"),
         (b"null", "SCH001"),
         (b"[" * 10000 + b"]" * 10000, "DOC003"),
-        (b'{"a":' * 10000 + b"1" + b"}" * 10000, "DOC003"),
+        (b"[" * 20000 + b"]" * 20000, "DOC003"),
+        (b'{"a":' * 20000 + b"1" + b"}" * 20000, "DOC003"),
     ],
 )
 def test_hostile_documents_give_a_finding(tmp_path: Path, content: bytes, code: str) -> None:

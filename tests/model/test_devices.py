@@ -5,7 +5,7 @@ from nvidia_oci_hook.model.oci import OCIConfig
 
 
 def access(rules: list[dict[str, object]]) -> DeviceAccess:
-    return DeviceAccess(OCIConfig({"linux": {"resources": {"devices": rules}}}).device_rules())
+    return DeviceAccess(OCIConfig({"linux": {"resources": {"devices": rules}}}).device_rules)
 
 
 def test_last_matching_rule_decides_each_letter() -> None:

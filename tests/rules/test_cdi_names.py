@@ -6,7 +6,15 @@ from nvidia_oci_hook.rules.gpu import cdi_name_error
 
 
 @pytest.mark.parametrize(
-    "name", ["nvidia.com/gpu=0", "nvidia.com/gpu=all", "vendor.io/mig-1g.5gb=GPU-ab:1", "a1/b2=0", "x9/cl=1", "nvidia.com/gpu=7"]
+    "name",
+    [
+        "nvidia.com/gpu=0",
+        "nvidia.com/gpu=all",
+        "vendor.io/mig-1g.5gb=GPU-ab:1",
+        "a1/b2=0",
+        "x9/cl=1",
+        "nvidia.com/gpu=7",
+    ],
 )
 def test_qualified_names(name: str) -> None:
     assert cdi_name_error(name) is None
