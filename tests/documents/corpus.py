@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Union
 
@@ -61,7 +61,7 @@ def _has_referencing() -> bool:
     return release >= (4, 18) and find_spec("referencing") is not None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _upstream_validator(kind: str) -> Any:
     import jsonschema
 
@@ -69,9 +69,7 @@ def _upstream_validator(kind: str) -> Any:
         raise CorpusError(
             f"{UPSTREAM_SCHEMA_DIR} is missing: install the Debian package golang-github-opencontainers-specs-dev"
         )
-    store = {
-        path.as_uri(): json.loads(path.read_text("utf-8")) for path in sorted(UPSTREAM_SCHEMA_DIR.glob("*.json"))
-    }
+    store = {path.as_uri(): json.loads(path.read_text("utf-8")) for path in sorted(UPSTREAM_SCHEMA_DIR.glob("*.json"))}
     root_uri = (UPSTREAM_SCHEMA_DIR / UPSTREAM_ROOTS[kind]).as_uri()
     if _has_referencing():
         import referencing
@@ -110,9 +108,7 @@ def _need(binary: str) -> str:
 def _run(argv: list[str], timeout: float = 120, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, **kwargs)
     if result.returncode != 0:
-        raise CorpusError(
-            f"{' '.join(argv)} failed with status {result.returncode}:\n{result.stdout}\n{result.stderr}"
-        )
+        raise CorpusError(f"{' '.join(argv)} failed with status {result.returncode}:\n{result.stdout}\n{result.stderr}")
     return result
 
 
@@ -131,18 +127,36 @@ def _ctr_spec() -> Any:
 _BUSYBOX_APPLETS = ("sh", "true", "sleep", "cat", "ls", "echo")
 
 
-def _podman_spec() -> Any:
+# podman create options for the two containers whose config.json is kept. The plain one is a base document.
+# The second adds a host device: podman then writes the node's whole st_mode as fileMode (0o20666 = 8630 for
+# /dev/null, file type bits included), which the upstream schema refuses (maximum 512) and runc accepts.
+PODMAN_CONTAINERS = {
+    "podman-init": [
+        "--annotation", "org.example.corpus=podman",
+        "--env", "CORPUS=1",
+        "--cap-add", "CAP_SYS_PTRACE",
+        "--pids-limit", "512",
+        "--memory", "64m",
+        "--cpu-shares", "512",
+        "--sysctl", "kernel.msgmax=65536",
+    ],
+    "podman-init-device": ["--device", "/dev/null:/dev/oci-corpus-null:rw"],
+}  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def _podman_specs() -> dict[str, Any]:
     _need("podman")
     _need("busybox")
     if os.geteuid() != 0:
-        raise CorpusError("generating podman's spec needs root (podman init mounts the container's storage)")
+        raise CorpusError("generating podman's specs needs root (podman init mounts the container's storage)")
     with tempfile.TemporaryDirectory(prefix="oci-corpus-podman-") as directory:
         _run([sys.executable, str(Path(__file__).resolve()), "podman-spec", directory], timeout=180)
-        return json.loads((Path(directory) / "podman-config.json").read_text("utf-8"))
+        return {name: json.loads((Path(directory) / f"{name}.json").read_text("utf-8")) for name in PODMAN_CONTAINERS}
 
 
-def _generate_podman_spec(directory: Path) -> None:
-    """Import a busybox image, create and init a container, keep its config.json; then undo everything.
+def _generate_podman_specs(directory: Path) -> None:
+    """Import a busybox image, create and init containers, keep their config.json; then undo everything.
 
     Runs in a child subreaper process, so the conmon that `podman init` leaves behind is reaped here.
     """
@@ -182,7 +196,6 @@ def _generate_podman_spec(directory: Path) -> None:
         CONTAINERS_STORAGE_CONF=str(directory / "storage.conf"),
     )
     podman = _need("podman")
-    name = f"oci-corpus-{os.getpid()}"
     image = "localhost/oci-corpus:latest"
 
     def podman_run(*args: str) -> str:
@@ -191,38 +204,14 @@ def _generate_podman_spec(directory: Path) -> None:
     try:
         _run(["tar", "-C", str(rootfs), "-cf", str(directory / "rootfs.tar"), "."])
         podman_run("import", "--change", 'CMD ["/bin/sh"]', str(directory / "rootfs.tar"), image)
-        podman_run(
-            "create",
-            "--pull=never",
-            "--name",
-            name,
-            "--device",
-            "/dev/null:/dev/oci-corpus-null:rw",
-            "--annotation",
-            "org.example.corpus=podman",
-            "--env",
-            "CORPUS=1",
-            "--cap-add",
-            "CAP_SYS_PTRACE",
-            "--pids-limit",
-            "512",
-            "--memory",
-            "64m",
-            "--cpu-shares",
-            "512",
-            "--sysctl",
-            "kernel.msgmax=65536",
-            image,
-            "/bin/true",
-        )
-        podman_run("init", name)
-        config = podman_run("inspect", "--format", "{{.OCIConfigPath}}", name).strip()
-        shutil.copyfile(config, directory / "podman-config.json")
+        for name, options in PODMAN_CONTAINERS.items():
+            podman_run("create", "--pull=never", "--name", f"{name}-{os.getpid()}", *options, image, "/bin/true")
+            podman_run("init", f"{name}-{os.getpid()}")
+            config = podman_run("inspect", "--format", "{{.OCIConfigPath}}", f"{name}-{os.getpid()}").strip()
+            shutil.copyfile(config, directory / f"{name}.json")
     finally:
-        subprocess.run([podman, "rm", "--force", name], env=env, capture_output=True, timeout=60, check=False)
-        subprocess.run(
-            [podman, "system", "reset", "--force"], env=env, capture_output=True, timeout=60, check=False
-        )
+        subprocess.run([podman, "rm", "--all", "--force"], env=env, capture_output=True, timeout=60, check=False)
+        subprocess.run([podman, "system", "reset", "--force"], env=env, capture_output=True, timeout=60, check=False)
         _unmount_below(directory)
         _reap_children(deadline=time.monotonic() + 10)
 
@@ -290,11 +279,18 @@ def base_documents() -> list[Entry]:
         ("crun-spec", _runtime_spec("crun", rootless=False)),
         ("crun-spec-rootless", _runtime_spec("crun", rootless=True)),
         ("ctr-oci-spec", _ctr_spec()),
-        ("podman-init", _podman_spec()),
     ]
+    podman = _podman_specs()
+    configs.append(("podman-init", podman["podman-init"]))
     entries: list[Entry] = [(name, "oci", document) for name, document in configs]
     entries += [(name, "oci-state", document) for name, document in _STATE_BASES.items()]
     return entries
+
+
+@lru_cache(maxsize=1)
+def other_real_documents() -> list[Entry]:
+    """Real generated documents that are not base documents, because the upstream schema may refuse them."""
+    return [("podman-init-device", "oci", _podman_specs()["podman-init-device"])]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -876,7 +872,10 @@ class _Mutator:
         return f"rename {_pointer(path)} to {new!r}"
 
     def op_add_key(self) -> str | None:
-        path = self.rng.choice(self.containers(dict))
+        paths = self.containers(dict)
+        if not paths:
+            return None
+        path = self.rng.choice(paths)
         key = self.rng.choice(_NEW_KEYS)
         value = self.rng.choice(_SAMPLES)
         self.document = apply(self.document, (*path, key), value)
@@ -924,7 +923,9 @@ class _Mutator:
         weights = [weight for _name, weight in self.OPERATIONS]
         steps = self.rng.choices([1, 2, 3], weights=[7, 2, 1])[0]
         labels: list[str] = []
-        while len(labels) < steps:
+        for _attempt in range(100):
+            if len(labels) == steps:
+                break
             label = getattr(self, self.rng.choices(names, weights=weights)[0])()
             if label is not None:
                 labels.append(label)
@@ -945,9 +946,10 @@ def mutations(seed: str, document: Any, count: int) -> list[tuple[str, Any]]:
 # ---------------------------------------------------------------------------------------------------------------
 # The corpus
 
-CONFIG_MUTATIONS_ENRICHED = 110
-CONFIG_MUTATIONS_PLAIN = 30
-STATE_MUTATIONS = 60
+TARGETED_CONFIG_BASES = ("runc-spec", "podman-init")
+CONFIG_MUTATIONS_ENRICHED = 150
+CONFIG_MUTATIONS_PLAIN = 50
+STATE_MUTATIONS = 75
 
 
 @lru_cache(maxsize=1)
@@ -955,8 +957,10 @@ def targeted() -> list[tuple[str, str, Any, bool]]:
     """The targeted cases, as (name, kind, document, expected verdict)."""
     result = []
     for name, kind, document in base_documents():
-        if kind == "oci":
+        if name in TARGETED_CONFIG_BASES:
             base, cases = enrich(document), CONFIG_CASES
+        elif kind == "oci":
+            continue
         else:
             base, cases = document, STATE_CASES
         prefix = f"{name}+enriched" if kind == "oci" else name
@@ -983,13 +987,14 @@ def corpus() -> list[Entry]:
         else:
             states = mutations(name, document, STATE_MUTATIONS)
             entries += [(f"{name} #{index}: {label}", kind, doc) for index, (label, doc) in enumerate(states)]
+    entries += other_real_documents()
     entries += [(name, kind, document) for name, kind, document, _expected in targeted()]
     return entries
 
 
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[1] == "podman-spec":
-        _generate_podman_spec(Path(argv[2]))
+        _generate_podman_specs(Path(argv[2]))
         return 0
     print(f"usage: {argv[0]} podman-spec DIRECTORY", file=sys.stderr)
     return 2
