@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from nvidia_oci_hook import io
-from nvidia_oci_hook.findings import Finding, Problem, Severity
+from nvidia_oci_hook.findings import Finding, Problem
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.model.document import AUTO, OCI_CONFIG, Document, LoadProblem, parse_document
 from nvidia_oci_hook.model.schema import schema_problems
@@ -75,14 +75,16 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
     if not document.parsed:
         return sorted(findings, key=Finding.sort_key)
     semantic: list[Finding] = []
+    explained: set[str] = set()
     for rule in rules.values():
         if rule.check is None or document.kind not in rule.kinds:
             continue
-        semantic.extend(_finding(rule, document, problem) for problem in rule.check(document.value, context))
+        for problem in rule.check(document.value, context):
+            semantic.append(_finding(rule, document, problem))
+            if rule.supersedes_schema:
+                explained.add(problem.pointer)
     schema_rule = rules.get("SCH001")
     if schema_rule is not None:
-        # A specific rule explains a value better than the generic schema message at the same place.
-        explained = {f.pointer for f in semantic if f.severity is Severity.ERROR}
         for problem in schema_problems(document.kind, document.value):
             if problem.pointer not in explained:
                 findings.append(_finding(schema_rule, document, problem))

@@ -43,6 +43,7 @@ class Device:
     type: Optional[str]
     major: Optional[int]
     minor: Optional[int]
+    file_mode: Optional[int] = None
 
     @property
     def number(self) -> str:
@@ -128,6 +129,7 @@ class OCIConfig:
                 _as_str(entry.get("type")),
                 _as_int(entry.get("major")),
                 _as_int(entry.get("minor")),
+                _as_int(entry.get("fileMode")),
             )
 
     @cached_property

@@ -48,6 +48,8 @@ class Rule:
     check: Optional[Check] = None  # None: reported by the loader or the schema check, not by a check function
     needs_host: bool = False
     schema_level: bool = False  # part of --schema-only: the format's own reference rejects the document
+    # Its findings replace the generic schema finding at the same pointer: it says what the runtime really does.
+    supersedes_schema: bool = False
 
     @property
     def explanation(self) -> str:
@@ -80,13 +82,16 @@ def register(
     *,
     needs_host: bool = False,
     schema_level: bool = False,
+    supersedes_schema: bool = False,
     doc: Optional[str] = None,
     check: Optional[Check] = None,
 ) -> Rule:
     if code in _REGISTRY:
         raise ValueError(f"rule code {code} registered twice")
     summary, sections = _parse_doc(code, doc if doc is not None else (check.__doc__ if check else None))
-    rule = Rule(code, name, severity, frozenset(kinds), summary, sections, check, needs_host, schema_level)
+    rule = Rule(
+        code, name, severity, frozenset(kinds), summary, sections, check, needs_host, schema_level, supersedes_schema
+    )
     _REGISTRY[code] = rule
     return rule
 
@@ -98,11 +103,12 @@ def rule(
     kinds: Iterable[str],
     *,
     needs_host: bool = False,
+    supersedes_schema: bool = False,
 ) -> Callable[[Check], Check]:
     """Decorator: the function is the check, its docstring the documentation."""
 
     def wrap(check: Check) -> Check:
-        register(code, name, severity, kinds, needs_host=needs_host, check=check)
+        register(code, name, severity, kinds, needs_host=needs_host, supersedes_schema=supersedes_schema, check=check)
         return check
 
     return wrap

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import stat
 from collections.abc import Iterator
 from typing import Any
 
@@ -216,3 +217,45 @@ def default_device_replaced(value: Any, context: Context) -> Iterator[Problem]:
                 f"{device.path} is {device.number} here; the kernel's is {kind} {major}:{minor}",
                 f"delete {device.pointer}: the runtime creates {device.path} by itself",
             )
+
+
+_FILE_TYPE_BITS = {"c": stat.S_IFCHR, "u": stat.S_IFCHR, "b": stat.S_IFBLK, "p": stat.S_IFIFO}
+
+
+@rule("DEV006", "device-file-mode-bits", Severity.WARNING, [OCI_CONFIG], supersedes_schema=True)
+def device_file_mode_bits(value: Any, context: Context) -> Iterator[Problem]:
+    """A device's fileMode carries more than permission bits.
+
+    ## What it checks
+    `linux.devices[].fileMode` values above 0o777 (511): file-type bits (`S_IFCHR`, `S_IFBLK`) or setuid,
+    setgid and sticky bits.
+
+    ## Why it matters
+    podman writes a host device's whole `st_mode` (`/dev/nvidia0` becomes 8630, that is 0o20666). runc and crun
+    accept it, since they add the type bits anyway, but the runtime-spec schema allows at most 512 and strict
+    validators (`oci-runtime-tool validate`, this tool's `--schema-only`) reject the spec; setuid or sticky bits
+    on a device node are never intended.
+
+    ## Example
+    `{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0, "fileMode": 8630}`
+
+    ## Fix
+    Keep the permission bits only: `fileMode & 0o777` (438 for 0o666).
+    """
+    for device in devices(value, context):
+        mode = device.file_mode
+        if mode is None or 0 <= mode <= 0o777:
+            continue
+        if mode < 0:
+            continue  # a schema error: negative modes are refused by the runtime-spec schema
+        extra = mode & ~0o777
+        type_bits = _FILE_TYPE_BITS.get(device.type or "")
+        if type_bits is not None and extra == type_bits:
+            why = "includes the file-type bits (as podman writes it); runc and crun accept it"
+        else:
+            why = f"sets bits 0o{extra:o} beyond the permission bits"
+        yield Problem(
+            f"{device.pointer}/fileMode",
+            f"fileMode {mode} (0o{mode:o}) of {device.path} {why}, but the runtime-spec schema allows at most 512",
+            f"use {mode & 0o777} (0o{mode & 0o777:o})",
+        )

@@ -44,7 +44,7 @@ def hook_path_not_absolute(value: Any, context: Context) -> Iterator[Problem]:
             )
 
 
-@rule("HOOK002", "hook-timeout-too-small", Severity.ERROR, [OCI_CONFIG])
+@rule("HOOK002", "hook-timeout-too-small", Severity.ERROR, [OCI_CONFIG], supersedes_schema=True)
 def hook_timeout_too_small(value: Any, context: Context) -> Iterator[Problem]:
     """A hook's timeout is less than one second.
 

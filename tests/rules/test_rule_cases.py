@@ -121,6 +121,13 @@ CASES = [
         id="parent",
     ),
     Case("DEV005", spec([dev("/dev/null", 195, 0)]), spec([dev("/dev/null", 1, 3)])),
+    Case(
+        "DEV006",
+        spec([{**dev("/dev/nvidia0", 195, 0), "fileMode": 0o20666}, dev("/dev/nvidiactl", 195, 255)]),
+        spec([{**dev("/dev/nvidia0", 195, 0), "fileMode": 0o666}, dev("/dev/nvidiactl", 195, 255)]),
+    ),
+    Case("CFG001", spec(linux={"rootfsPropagation": "rslave"}), spec(linux={"rootfsPropagation": "slave"})),
+    Case("CFG002", spec(process={"cwd": "workspace"}), spec(process={"cwd": "/workspace"})),
     Case("HOOK001", hook("createRuntime", path="nvidia-ctk"), hook("createRuntime")),
     Case("HOOK002", hook("poststop", timeout=0), hook("poststop", timeout=1)),
     Case("HOOK003", hook("createContainer", env=["DEBUG=1"]), hook("createContainer", env=["DEBUG=1", "PATH=/bin"])),
@@ -235,3 +242,18 @@ def test_rule_silent_on_clean_twin(case: Case, fake_host: FakeHost, as_root: Non
     found = _lint(case.clean, case.extra.get("clean_host", case.host), fake_host, case)
     assert case.code not in found
     assert not [code for code in found if code.startswith(case.code[:3])], found
+
+
+@pytest.mark.parametrize(
+    ("value", "pointer", "code"),
+    [
+        (spec([{**dev("/dev/nvidia0", 195, 0), "fileMode": 8630}]), "/linux/devices/0/fileMode", "DEV006"),
+        (spec(linux={"rootfsPropagation": "rshared"}), "/linux/rootfsPropagation", "CFG001"),
+        (hook("poststart", timeout=0), "/hooks/poststart/0/timeout", "HOOK002"),
+    ],
+)
+def test_specific_rule_replaces_the_schema_finding(value: dict[str, Any], pointer: str, code: str) -> None:
+    full = [(f.code, f.pointer) for f in lint_value(value)]
+    assert (code, pointer) in full and ("SCH001", pointer) not in full
+    schema_only = [(f.code, f.pointer) for f in lint_value(value, schema_only=True)]
+    assert schema_only == [("SCH001", pointer)]
