@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 from nvidia_oci_hook import __version__
 from nvidia_oci_hook.findings import Severity
@@ -13,6 +16,14 @@ from nvidia_oci_hook.rules.base import Rule, all_rules
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+SOURCE_ROOT = "%SRCROOT%"
+
+
+def artifact_location(path: str) -> dict[str, str]:
+    """Absolute paths as file:// URIs; relative ones relative to %SRCROOT%, the working directory."""
+    if path.startswith("/"):
+        return {"uri": PurePosixPath(path).as_uri()}
+    return {"uri": quote(path), "uriBaseId": SOURCE_ROOT}
 
 
 def _rule_descriptor(rule: Rule) -> dict[str, Any]:
@@ -35,7 +46,7 @@ def render_sarif(results: Sequence[FileResult], color: bool = False) -> str:
             region: dict[str, Any] = {}
             if finding.line is not None:
                 region = {"startLine": finding.line, "startColumn": finding.column or 1}
-            location: dict[str, Any] = {"artifactLocation": {"uri": finding.path}}
+            location: dict[str, Any] = {"artifactLocation": artifact_location(finding.path)}
             if region:
                 location["region"] = region
             message = finding.message + (f" Fix: {finding.hint}" if finding.hint else "")
@@ -68,6 +79,7 @@ def render_sarif(results: Sequence[FileResult], color: bool = False) -> str:
                 },
                 "results": sarif_results,
                 "columnKind": "unicodeCodePoints",
+                "originalUriBaseIds": {SOURCE_ROOT: {"uri": PurePosixPath(os.getcwd()).as_uri() + "/"}},
             }
         ],
     }
