@@ -64,14 +64,11 @@ def _finding(rule: Rule, document: Document, problem: Problem, offset: Optional[
 
 def lint_document(document: Document, rules: dict[str, Rule], context: Context) -> list[Finding]:
     findings: list[Finding] = []
-
-    def load_finding(problem: LoadProblem) -> None:
-        rule = rules.get(problem.code)
-        if rule is not None:
-            findings.append(_finding(rule, document, Problem(problem.pointer, problem.message), problem.offset))
-
     for load_problem in document.load_problems:
-        load_finding(load_problem)
+        load_rule = rules.get(load_problem.code)
+        if load_rule is not None:
+            problem = Problem(load_problem.pointer, load_problem.message)
+            findings.append(_finding(load_rule, document, problem, load_problem.offset))
     if not document.parsed:
         return sorted(findings, key=Finding.sort_key)
     semantic: list[Finding] = []
