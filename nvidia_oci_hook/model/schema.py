@@ -223,6 +223,10 @@ def _describe(error: Any) -> str:
     message = str(error.message)
     if len(message) > 300:
         message = message[:297] + "..."
+    description = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if isinstance(description, str) and error.validator != "required":
+        # The schema's own words say what the value is for; its first sentence is enough.
+        message += f" ({description.split('. ')[0].rstrip('.')})"
     return message
 
 
