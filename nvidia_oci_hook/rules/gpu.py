@@ -14,7 +14,7 @@ from nvidia_oci_hook.model.devices import (
     first_by_path,
     nvidia_node,
 )
-from nvidia_oci_hook.model.document import OCI_CONFIG
+from nvidia_oci_hook.model.document import OCI_CONFIG, OCI_STATE
 from nvidia_oci_hook.model.jsontext import pointer_join
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.devices import config, devices
@@ -201,12 +201,13 @@ def cdi_name_error(name: str) -> Optional[str]:
     )
 
 
-@rule("GPU005", "malformed-cdi-annotation", Severity.ERROR, [OCI_CONFIG])
+@rule("GPU005", "malformed-cdi-annotation", Severity.ERROR, [OCI_CONFIG, OCI_STATE])
 def malformed_cdi_annotation(value: Any, context: Context) -> Iterator[Problem]:
     """A cdi.k8s.io/ annotation does not hold qualified CDI device names.
 
     ## What it checks
-    Every annotation whose key starts with `cdi.k8s.io/`: its value must be a comma-separated list of
+    Every annotation (of a config, or of a state as hooks receive it) whose key starts with `cdi.k8s.io/`:
+    its value must be a comma-separated list of
     qualified device names `vendor/class=name`, as the CDI library parses them (vendor and class start with a
     letter, end with a letter or digit, and hold only letters, digits, `_`, `-` and `.`; device names may also
     start with a digit and hold `:`; no spaces around commas).

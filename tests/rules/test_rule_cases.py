@@ -51,6 +51,10 @@ def privileged(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def state(**fields: Any) -> dict[str, Any]:
+    return {"ociVersion": V, "id": "c", "status": "created", "bundle": "/bundles/c", **fields}
+
+
 def hook(stage: str, **fields: Any) -> dict[str, Any]:
     return {"ociVersion": V, "hooks": {stage: [{"path": "/usr/bin/hook", **fields}]}}
 
@@ -182,6 +186,20 @@ CASES = [
         spec(annotations={"cdi.k8s.io/gpu": "nvidia.com/gpu=0,nvidia.com/gpu=1"}),
     ),
     Case("GPU005", spec(annotations={"cdi.k8s.io/gpu": "gpu0"}), spec(annotations={"other/gpu": "gpu0"}), id="bare"),
+    Case(
+        "GPU005",
+        state(annotations={"cdi.k8s.io/x": "gpu"}),
+        state(annotations={"cdi.k8s.io/x": "a.io/gpu=0"}),
+        id="state",
+    ),
+    Case("STA001", state(bundle="bundles/c"), state()),
+    Case(
+        "STA002",
+        state(),
+        state(),
+        host=lambda h: h.directory("/bundles/c"),
+        extra={"clean_host": lambda h: h.file("/bundles/c/config.json")},
+    ),
     Case(
         "HOST001",
         spec(mounts=[bind("/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/libcuda.so.1")]),
