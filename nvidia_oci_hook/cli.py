@@ -12,7 +12,7 @@ import click
 from nvidia_oci_hook import __version__, io
 from nvidia_oci_hook.config import ConfigError, Settings, load_settings
 from nvidia_oci_hook.findings import Severity
-from nvidia_oci_hook.model.document import AUTO, KINDS
+from nvidia_oci_hook.model.document import AUTO, kind_names
 from nvidia_oci_hook.rules.base import all_rules, get_rule, matches_any
 
 EXIT_CLEAN = 0
@@ -62,7 +62,7 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
 @click.argument("paths", nargs=-1, required=True, metavar="[PATH|-]...")
 @click.option(
     "--kind",
-    type=click.Choice((AUTO, *KINDS)),
+    type=click.Choice((AUTO, *kind_names())),
     default=AUTO,
     show_default=True,
     help="Document kind; auto detects it from the content.",

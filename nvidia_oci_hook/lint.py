@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional
 
 from nvidia_oci_hook import io
 from nvidia_oci_hook.findings import Finding, Problem
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.model.document import AUTO, OCI_CONFIG, Document, LoadProblem, parse_document
+from nvidia_oci_hook.model.document import AUTO, OCI_CONFIG, Document, LoadProblem, Location, parse_document
 from nvidia_oci_hook.model.schema import schema_problems
 from nvidia_oci_hook.rules.base import DEFAULT_DRIVER_ROOTS, Context, Rule, all_rules, selected
 
@@ -42,22 +41,16 @@ def active_rules(options: LintOptions) -> dict[str, Rule]:
     }
 
 
-def _finding(rule: Rule, document: Document, problem: Problem, offset: Optional[int] = None) -> Finding:
-    line: Optional[int]
-    column: Optional[int]
-    if offset is not None:
-        line, column = document.positions.line_col(offset)
-    else:
-        line, column = document.locate(problem.pointer)
+def _finding(rule: Rule, location: Location, problem: Problem) -> Finding:
     return Finding(
         rule.code,
         rule.name,
         rule.severity,
-        document.path,
+        location.path,
         problem.pointer,
         problem.message,
-        line,
-        column,
+        location.line,
+        location.column,
         problem.hint,
     )
 
@@ -68,23 +61,23 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
         load_rule = rules.get(load_problem.code)
         if load_rule is not None:
             problem = Problem(load_problem.pointer, load_problem.message)
-            findings.append(_finding(load_rule, document, problem, load_problem.offset))
+            findings.append(_finding(load_rule, document.locate_problem(load_problem), problem))
     if not document.parsed:
         return sorted(findings, key=Finding.sort_key)
     semantic: list[Finding] = []
     explained: set[str] = set()
     for rule in rules.values():
-        if rule.check is None or document.kind not in rule.kinds:
+        if rule.check is None or not rule.applies_to(document.kind):
             continue
         for problem in rule.check(document.value, context):
-            semantic.append(_finding(rule, document, problem))
+            semantic.append(_finding(rule, document.locate(problem.pointer), problem))
             if rule.supersedes_schema:
                 explained.add(problem.pointer)
     schema_rule = rules.get("SCH001")
     if schema_rule is not None:
         for problem in schema_problems(document.kind, document.value):
             if problem.pointer not in explained:
-                findings.append(_finding(schema_rule, document, problem))
+                findings.append(_finding(schema_rule, document.locate(problem.pointer), problem))
     findings.extend(semantic)
     return sorted(findings, key=Finding.sort_key)
 

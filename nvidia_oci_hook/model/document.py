@@ -1,35 +1,51 @@
-"""A document as read from disk: its text, its parsed value, its kind and where each value sits."""
+"""A document as read from disk: its text, its parsed value, its kind and where each value sits.
+
+Formats (JSON, YAML, TOML) know how to parse and locate; kinds (OCI config, CDI spec, hooks.d file, ...) know
+which format they are written in and how to recognise themselves in a parsed value. Both are registered here so
+that every front-end shares one detection.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Protocol
 
 from nvidia_oci_hook.model import jsontext
 
 AUTO = "auto"
 OCI_CONFIG = "oci"
 OCI_STATE = "oci-state"
-KINDS = (OCI_CONFIG, OCI_STATE)
 
-KIND_TITLES = {
-    OCI_CONFIG: "OCI runtime config",
-    OCI_STATE: "OCI runtime state",
-}
 
-# Keys only a runtime state carries, and keys only a config carries (runtime-spec runtime.md, config.md).
-_STATE_KEYS = frozenset({"status", "bundle", "pid"})
-_CONFIG_KEYS = frozenset({"process", "root", "mounts", "linux", "hooks", "hostname", "windows", "vm"})
+class Locator(Protocol):
+    def locate(self, pointer: str) -> tuple[Optional[int], Optional[int]]: ...
+
+    def line_col(self, offset: int) -> tuple[int, int]: ...
 
 
 @dataclass(frozen=True)
 class LoadProblem:
-    """A problem found while reading the text itself; the rule code is one of the DOC family."""
+    """A problem found while reading the text itself; the rule code is one of the DOC family.
+
+    `offset` is a character offset into the text; `line`/`column` may be given instead where the parser
+    reports them directly (YAML, TOML).
+    """
 
     code: str
     message: str
     offset: Optional[int] = None
     pointer: str = ""
+    line: Optional[int] = None
+    column: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str
+    line: Optional[int]
+    column: Optional[int]
 
 
 @dataclass
@@ -40,31 +56,152 @@ class Document:
     value: Any = None
     parsed: bool = False
     load_problems: list[LoadProblem] = field(default_factory=list)
-    positions: jsontext.Positions = field(init=False)
+    format: str = "json"
+    locator: Optional[Locator] = None
 
     def __post_init__(self) -> None:
-        self.positions = jsontext.Positions(self.text)
+        if self.locator is None:
+            self.locator = jsontext.Positions(self.text)
 
-    def locate(self, pointer: str) -> tuple[Optional[int], Optional[int]]:
-        if not self.parsed:
-            return None, None
-        return self.positions.locate(pointer)
+    def locate(self, pointer: str) -> Location:
+        if not self.parsed or self.locator is None:
+            return Location(self.path, None, None)
+        return Location(self.path, *self.locator.locate(pointer))
+
+    def locate_problem(self, problem: LoadProblem) -> Location:
+        if problem.line is not None:
+            return Location(self.path, problem.line, problem.column)
+        if problem.offset is not None and self.locator is not None:
+            return Location(self.path, *self.locator.line_col(problem.offset))
+        return self.locate(problem.pointer) if problem.pointer else Location(self.path, None, None)
 
 
-def detect_kind(value: Any, path: str) -> str:
-    if isinstance(value, dict):
-        keys = value.keys()
-        if _STATE_KEYS & keys and not _CONFIG_KEYS & keys:
-            return OCI_STATE
-        return OCI_CONFIG
-    return OCI_STATE if path.endswith("state.json") else OCI_CONFIG
+@dataclass(frozen=True)
+class Parsed:
+    """What a format parser returns: the parsed value (None if it failed), problems, and a locator."""
+
+    text: str
+    value: Any
+    ok: bool
+    problems: list[LoadProblem]
+    locator: Optional[Locator] = None
 
 
-def _decode_utf8(raw: bytes, problems: list[LoadProblem]) -> str:
+FormatParser = Callable[[bytes], Parsed]
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    title: str
+    # The formats this kind is written in; the first is assumed when the file name says nothing.
+    formats: tuple[str, ...]
+    # Whether a parsed value (with its file name) is of this kind; None means "never guessed".
+    sniff: Optional[Callable[[str, Any], bool]] = None
+    # Among kinds whose sniff accepts a value, the lowest order wins; the fallback kind of a format has the highest.
+    order: int = 50
+
+
+_FORMATS: dict[str, FormatParser] = {}
+_KINDS: dict[str, Kind] = {}
+_EXTENSIONS = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".conf": "toml"}
+
+
+def register_format(name: str, parser: FormatParser) -> None:
+    _FORMATS[name] = parser
+
+
+def register_kind(kind: Kind) -> Kind:
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def kinds() -> list[Kind]:
+    _load_all_kinds()
+    return sorted(_KINDS.values(), key=lambda k: (k.order, k.name))
+
+
+def kind_names() -> tuple[str, ...]:
+    return tuple(kind.name for kind in kinds())
+
+
+def get_kind(name: str) -> Kind:
+    _load_all_kinds()
+    return _KINDS[name]
+
+
+def _load_all_kinds() -> None:
+    # Kind modules register themselves on import; the model package imports them all.
+    from nvidia_oci_hook import model  # noqa: F401
+
+
+def format_for(path: str, kind: Optional[Kind]) -> str:
+    lowered = path.lower()
+    for extension, name in _EXTENSIONS.items():
+        if lowered.endswith(extension) and (kind is None or name in kind.formats):
+            return name
+    if kind is not None:
+        return kind.formats[0]
+    return "json"
+
+
+def detect(path: str, value: Any, candidates: Sequence[Kind]) -> Optional[Kind]:
+    for candidate in candidates:
+        if candidate.sniff is not None and candidate.sniff(path, value):
+            return candidate
+    return None
+
+
+def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
+    """Parse raw bytes as the given kind, or detect the kind from the file name and the content."""
+    forced = None if kind == AUTO else get_kind(kind)
+    format_name = format_for(path, forced)
+    if forced is None and format_name == "json" and _looks_like_toml(raw):
+        format_name = "toml"
+    parsed = _FORMATS[format_name](raw)
+    chosen = forced
+    if chosen is None:
+        candidates = [k for k in kinds() if format_name in k.formats]
+        if parsed.ok:
+            chosen = detect(path, parsed.value, candidates)
+        if chosen is None:
+            chosen = candidates[-1] if candidates else get_kind(OCI_CONFIG)
+    return Document(
+        path,
+        chosen.name,
+        parsed.text,
+        parsed.value,
+        parsed.ok,
+        list(parsed.problems),
+        format_name,
+        parsed.locator,
+    )
+
+
+_TOML_LINE = re.compile(rb"^(\[\[?\s*[A-Za-z0-9_.\"' -]+\s*\]\]?|[A-Za-z0-9_.\"'-]+\s*=.*)\s*(#.*)?$")
+
+
+def _looks_like_toml(raw: bytes) -> bool:
+    """A file without a telling name: TOML if its first meaningful line is a table header or a key = value."""
+    for line in raw.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith(b"#"):
+            return True  # JSON has no comments
+        return _TOML_LINE.match(stripped) is not None
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JSON
+
+
+def decode_utf8(raw: bytes, problems: list[LoadProblem]) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # Go's decoder replaces invalid bytes inside strings, so keep going the same way after reporting.
+        # Go's decoders replace invalid bytes inside strings, so keep going the same way after reporting.
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         # The bytes before the first bad one decode cleanly, so their length is the offset in the text.
@@ -78,17 +215,18 @@ def _decode_utf8(raw: bytes, problems: list[LoadProblem]) -> str:
         return raw.decode("utf-8", errors="replace")
 
 
-def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
+def parse_json(raw: bytes) -> Parsed:
     problems: list[LoadProblem] = []
-    text = _decode_utf8(raw, problems)
+    text = decode_utf8(raw, problems)
+    locator = jsontext.Positions(text)
     if not text.strip():
         problems.append(LoadProblem("DOC001", "the file is empty: expected a JSON object", 0))
-        return Document(path, OCI_CONFIG if kind == AUTO else kind, text, load_problems=problems)
+        return Parsed(text, None, False, problems, locator)
     try:
         value = jsontext.decode(text)
     except jsontext.JSONSyntaxError as exc:
         problems.append(LoadProblem("DOC001", f"invalid JSON: {exc.message}", max(exc.offset, 0)))
-        return Document(path, OCI_CONFIG if kind == AUTO else kind, text, load_problems=problems)
+        return Parsed(text, None, False, problems, locator)
     except jsontext.JSONTooDeep as exc:
         problems.append(
             LoadProblem(
@@ -98,11 +236,10 @@ def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
                 exc.offset,
             )
         )
-        return Document(path, OCI_CONFIG if kind == AUTO else kind, text, load_problems=problems)
-    document = Document(path, detect_kind(value, path) if kind == AUTO else kind, text, value, True, problems)
+        return Parsed(text, None, False, problems, locator)
     if jsontext.has_duplicate_keys(text):
-        document.positions.offset_of("")
-        for pointer, offset in document.positions.duplicate_keys:
+        locator.offset_of("")
+        for pointer, offset in locator.duplicate_keys:
             problems.append(
                 LoadProblem(
                     "DOC005",
@@ -112,4 +249,27 @@ def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
                     pointer,
                 )
             )
-    return document
+    return Parsed(text, value, True, problems, locator)
+
+
+register_format("json", parse_json)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The OCI kinds
+
+# Keys only a runtime state carries, and keys only a config carries (runtime-spec runtime.md, config.md).
+_STATE_KEYS = frozenset({"status", "bundle", "pid"})
+_CONFIG_KEYS = frozenset({"process", "root", "mounts", "linux", "hooks", "hostname", "windows", "vm"})
+
+
+def _is_oci_state(path: str, value: Any) -> bool:
+    if isinstance(value, dict):
+        keys = value.keys()
+        return bool(_STATE_KEYS & keys) and not _CONFIG_KEYS & keys
+    return path.endswith("state.json")
+
+
+register_kind(Kind(OCI_STATE, "OCI runtime state", ("json",), _is_oci_state, order=40))
+# The fallback for JSON: anything not recognised as another kind is linted as a config.json.
+register_kind(Kind(OCI_CONFIG, "OCI runtime config", ("json",), lambda path, value: True, order=90))

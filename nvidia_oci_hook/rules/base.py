@@ -16,6 +16,7 @@ from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import HostView
 
 DEFAULT_DRIVER_ROOTS = ("/", "/run/nvidia/driver")
+ANY_KIND = "*"
 
 DOC_SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
 
@@ -50,6 +51,9 @@ class Rule:
     schema_level: bool = False  # part of --schema-only: the format's own reference rejects the document
     # Its findings replace the generic schema finding at the same pointer: it says what the runtime really does.
     supersedes_schema: bool = False
+
+    def applies_to(self, kind: str) -> bool:
+        return kind in self.kinds or ANY_KIND in self.kinds
 
     @property
     def explanation(self) -> str:

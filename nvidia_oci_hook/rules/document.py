@@ -6,14 +6,14 @@ These rules have no check function: the loader and the schema validator report t
 from __future__ import annotations
 
 from nvidia_oci_hook.findings import Severity
-from nvidia_oci_hook.model.document import KINDS
-from nvidia_oci_hook.rules.base import register
+from nvidia_oci_hook.model.schema import SCHEMA_FILES
+from nvidia_oci_hook.rules.base import ANY_KIND, register
 
 register(
     "DOC001",
     "invalid-json",
     Severity.ERROR,
-    KINDS,
+    [ANY_KIND],
     schema_level=True,
     doc="""The file is not valid JSON.
 
@@ -38,7 +38,7 @@ register(
     "DOC002",
     "invalid-utf8",
     Severity.ERROR,
-    KINDS,
+    [ANY_KIND],
     schema_level=True,
     doc="""The file contains bytes that are not UTF-8.
 
@@ -62,7 +62,7 @@ register(
     "DOC003",
     "nesting-too-deep",
     Severity.ERROR,
-    KINDS,
+    [ANY_KIND],
     schema_level=True,
     doc="""The JSON is nested too deeply to be a container spec.
 
@@ -86,7 +86,7 @@ register(
     "DOC004",
     "file-too-large",
     Severity.ERROR,
-    KINDS,
+    [ANY_KIND],
     schema_level=True,
     doc="""The file is larger than this tool reads.
 
@@ -109,7 +109,7 @@ register(
     "DOC005",
     "duplicate-key",
     Severity.WARNING,
-    KINDS,
+    [ANY_KIND],
     doc="""An object holds the same key twice.
 
     ## What it checks
@@ -131,7 +131,7 @@ register(
     "SCH001",
     "schema-violation",
     Severity.ERROR,
-    KINDS,
+    list(SCHEMA_FILES),
     schema_level=True,
     doc="""The document breaks the runtime-spec's schema.
 
