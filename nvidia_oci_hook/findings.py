@@ -31,6 +31,9 @@ class Problem:
     pointer: str
     message: str
     hint: Optional[str] = None
+    # For checks over several documents (a directory, a node): the file the pointer is in; None means the
+    # document being checked.
+    path: Optional[str] = None
 
 
 @dataclass(frozen=True)

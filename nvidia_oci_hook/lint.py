@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Callable
 
 from nvidia_oci_hook import io
 from nvidia_oci_hook.findings import Finding, Problem
 from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.model.collection import Collection, directory_kind_for
 from nvidia_oci_hook.model.document import AUTO, OCI_CONFIG, Document, LoadProblem, Location, parse_document
 from nvidia_oci_hook.model.schema import schema_problems
 from nvidia_oci_hook.rules.base import DEFAULT_DRIVER_ROOTS, Context, Rule, all_rules, selected
@@ -82,20 +85,70 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
     return sorted(findings, key=Finding.sort_key)
 
 
+def load_file(path: str, kind: str, options: LintOptions) -> Document:
+    """Read and parse one file; raises io.ReadError when it cannot be read at all."""
+    display = "<stdin>" if path == "-" else path
+    try:
+        raw = io.read_bounded(path, options.max_bytes)
+    except io.TooLarge as exc:
+        too_large = OCI_CONFIG if kind == AUTO else kind
+        return Document(display, too_large, "", load_problems=[LoadProblem("DOC004", str(exc))])
+    return parse_document(display, raw, kind)
+
+
+class _Results:
+    """Findings grouped by file, in the order files were first seen."""
+
+    def __init__(self) -> None:
+        self.by_path: dict[str, FileResult] = {}
+
+    def add(self, path: str, kind: str, findings: Sequence[Finding] = ()) -> None:
+        result = self.by_path.setdefault(path, FileResult(path, kind))
+        result.findings.extend(findings)
+
+    def sorted(self) -> list[FileResult]:
+        for result in self.by_path.values():
+            result.findings.sort(key=Finding.sort_key)
+        return list(self.by_path.values())
+
+
+def lint_collection(
+    collection: Collection, rules: dict[str, Rule], context_for: Callable[[], Context], results: _Results
+) -> None:
+    for member in collection.documents:
+        results.add(member.path, member.kind, lint_document(member, rules, context_for()))
+    context = context_for()
+    for rule in rules.values():
+        if rule.check is None or collection.kind not in rule.kinds:
+            continue
+        for problem in rule.check(collection, context):
+            path = problem.path or (collection.directories[0] if collection.directories else "")
+            document = collection.document(path)
+            location = document.locate(problem.pointer) if document else Location(path, None, None)
+            results.add(path, document.kind if document else collection.kind, [_finding(rule, location, problem)])
+    for part in collection.parts:
+        lint_collection(part, rules, context_for, results)
+
+
 def lint_paths(paths: Sequence[str], options: LintOptions) -> list[FileResult]:
-    """Lint every path; raises io.ReadError for a path that cannot be read at all."""
+    """Lint every path (a file, '-', or a directory of one kind); raises io.ReadError for an unreadable path."""
     rules = active_rules(options)
     host = None if options.offline else HostView(options.host_root)
-    results = []
+
+    def context_for() -> Context:
+        return Context(host=host, driver_roots=options.driver_roots)
+
+    def loader(path: str, kind: str) -> Document:
+        return load_file(path, kind, options)
+
+    results = _Results()
     for path in paths:
-        display = "<stdin>" if path == "-" else path
-        try:
-            raw = io.read_bounded(path, options.max_bytes)
-        except io.TooLarge as exc:
-            kind = OCI_CONFIG if options.kind == AUTO else options.kind
-            document = Document(display, kind, "", load_problems=[LoadProblem("DOC004", str(exc))])
-        else:
-            document = parse_document(display, raw, options.kind)
-        context = Context(host=host, driver_roots=options.driver_roots)
-        results.append(FileResult(display, document.kind, lint_document(document, rules, context)))
-    return results
+        if path != "-" and os.path.isdir(path):
+            directory_kind = directory_kind_for(path, None if options.kind == AUTO else options.kind)
+            if directory_kind is None:
+                raise io.ReadError(f"{path}: is a directory holding no documents of a kind this tool reads")
+            lint_collection(directory_kind.read([path], loader), rules, context_for, results)
+            continue
+        document = load_file(path, options.kind, options)
+        results.add(document.path, document.kind, lint_document(document, rules, context_for()))
+    return results.sorted()

@@ -1,5 +1,7 @@
 """Every rule, one module per family; importing this package registers them all."""
 
-from nvidia_oci_hook.rules import config, devices, document, gpu, hooks, host, state
+import importlib
+import pkgutil
 
-__all__ = ["config", "devices", "document", "gpu", "hooks", "host", "state"]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

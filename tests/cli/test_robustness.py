@@ -39,7 +39,7 @@ def only_finding(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
             ["/nonexistent/config.json"],
             "nvidia-oci-hook: /nonexistent/config.json: cannot open: No such file or directory",
         ),
-        (["/"], "nvidia-oci-hook: /: is a directory"),
+        (["/"], "nvidia-oci-hook: /: is a directory holding no documents of a kind this tool reads"),
         (["--host-root", "/nonexistent", "/dev/null"], "nvidia-oci-hook: --host-root /nonexistent: not a directory"),
     ],
 )
