@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
+from nvidia_oci_hook.model.cri import CRI_CONTAINER
 from nvidia_oci_hook.model.devices import (
     NVIDIA_GPU_NODE,
     NVIDIA_UVM,
@@ -201,12 +202,13 @@ def cdi_name_error(name: str) -> Optional[str]:
     )
 
 
-@rule("GPU005", "malformed-cdi-annotation", Severity.ERROR, [OCI_CONFIG, OCI_STATE])
+@rule("GPU005", "malformed-cdi-annotation", Severity.ERROR, [OCI_CONFIG, OCI_STATE, CRI_CONTAINER])
 def malformed_cdi_annotation(value: Any, context: Context) -> Iterator[Problem]:
     """A cdi.k8s.io/ annotation does not hold qualified CDI device names.
 
     ## What it checks
-    Every annotation (of a config, or of a state as hooks receive it) whose key starts with `cdi.k8s.io/`:
+    Every annotation (of a config, of a state as hooks receive it, or of a CRI container config) whose key
+    starts with `cdi.k8s.io/`:
     its value must be a comma-separated list of
     qualified device names `vendor/class=name`, as the CDI library parses them (vendor and class start with a
     letter, end with a letter or digit, and hold only letters, digits, `_`, `-` and `.`; device names may also

@@ -1,0 +1,107 @@
+"""CRI container configs: every rule's trigger and clean twin, and the corpus with its expected codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+from nvidia_oci_hook.cli import main
+from nvidia_oci_hook.rules.base import all_rules
+from tests.helpers import FakeHost, codes, lint_value
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def cri(devices: Optional[list[dict[str, str]]] = None, privileged: bool = False, **extra: Any) -> dict[str, Any]:
+    value: dict[str, Any] = {"metadata": {"name": "c"}, "image": {"image": "busybox"}, **extra}
+    if devices is not None:
+        value["devices"] = devices
+    if privileged:
+        value["linux"] = {"security_context": {"privileged": True}}
+    return value
+
+
+def device(container: str, host: str, permissions: str = "rw") -> dict[str, str]:
+    return {"container_path": container, "host_path": host, "permissions": permissions}
+
+
+def node_with_stray_devices(host: FakeHost) -> None:
+    """The seeds' node: driver on the host, /run/nvidia/driver empty, /dev/nvidia* present on the host."""
+    host.device("/dev/nvidiactl", "c", 195, 255).device("/dev/nvidia0", "c", 195, 0).directory("/run/nvidia/driver")
+
+
+PLUGIN_DEVICE = device("/dev/nvidia0", "/run/nvidia/driver/dev/nvidia0")
+
+CASES: list[tuple[str, dict[str, Any], dict[str, Any], Callable[[FakeHost], None]]] = [
+    ("CRI001", cri([PLUGIN_DEVICE], privileged=True), cri([PLUGIN_DEVICE]), node_with_stray_devices),
+    ("CRI001", cri([PLUGIN_DEVICE], privileged=True),
+     cri([device("/dev/nvidia0", "/dev/nvidia0")], privileged=True), node_with_stray_devices),
+    ("CRI002", cri([device("/dev/nvidiactl", "/run/nvidia/driver/dev/nvidiactl")]),
+     cri([device("/dev/nvidiactl", "/dev/nvidiactl")]), node_with_stray_devices),
+    ("CRI003", cri([device("/dev/nvidia0", "/run/nvidia/driver/dev/nvidia0")]),
+     cri([device("/dev/nvidia0", "/dev/nvidia0")]),
+     lambda h: node_with_stray_devices(h.file("/run/nvidia/driver/dev/nvidia0"))),
+    ("CRI004", cri(cdi_devices=[{"name": "nvidia.com/gpu0"}]), cri(cdi_devices=[{"name": "nvidia.com/gpu=0"}]),
+     node_with_stray_devices),
+    ("CRI005", cri([device("/dev/nvidia0", "/dev/nvidia0", "rw-")]), cri([device("/dev/nvidia0", "/dev/nvidia0")]),
+     node_with_stray_devices),
+]  # fmt: skip
+
+
+def test_every_cri_rule_has_a_case() -> None:
+    assert {code for code, *_ in CASES} == {r.code for r in all_rules() if "cri" in r.kinds and r.check} - {"GPU005"}
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("code", "trigger", "clean", "host"), CASES, ids=[c[0] for c in CASES])
+def test_trigger_and_clean_twin(
+    code: str, trigger: dict[str, Any], clean: dict[str, Any], host: Callable[[FakeHost], None],
+    fake_host: FakeHost, as_root: None,
+) -> None:  # fmt: skip
+    host(fake_host)
+    assert code in codes(lint_value(trigger, host_root=fake_host.root))
+    assert code not in codes(lint_value(clean, host_root=fake_host.root))
+
+
+@pytest.mark.root
+def test_collision_message_quotes_crio_and_the_hint_rewrites_the_root(fake_host: FakeHost, as_root: None) -> None:
+    node_with_stray_devices(fake_host)
+    value = cri([PLUGIN_DEVICE, device("/dev/nvidiactl", "/run/nvidia/driver/dev/nvidiactl")], privileged=True)
+    findings = lint_value(value, host_root=fake_host.root)
+    collision = [f for f in findings if f.code == "CRI001"]
+    assert collision[0].pointer == "/devices/0/container_path"
+    assert "privileged container was configured with a device container path that already exists on the host" in (
+        collision[0].message
+    )
+    missing = [f for f in findings if f.code == "CRI002"]
+    assert missing[0].message.startswith("lstat /run/nvidia/driver/dev/nvidia0: no such file or directory")
+    assert missing[0].hint is not None and missing[0].hint.startswith("use /dev/nvidia0")
+
+
+def test_keys_match_without_regard_to_case() -> None:
+    value = {
+        "metadata": {"name": "c"},
+        "Devices": [device("/dev/x", "/dev/x", "rwz")],
+        "cdi_Devices": [{"Name": "bad"}],
+    }
+    found = lint_value(value)
+    assert [(f.code, f.pointer) for f in found] == [
+        ("CRI005", "/Devices/0/permissions"),
+        ("CRI004", "/cdi_Devices/0/name"),
+    ]
+
+
+@pytest.mark.root
+def test_corpus_expected_codes(fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str]) -> None:
+    node_with_stray_devices(fake_host)
+    expected = json.loads((CORPUS / "expected.json").read_text())["files"]
+    for name, want in expected.items():
+        status = main(["lint", "--format", "json", "--host-root", str(fake_host.root), str(CORPUS / name)])
+        (result,) = json.loads(capsys.readouterr().out)["files"]
+        assert result["kind"] == want["kind"], name
+        assert sorted(f["code"] for f in result["findings"]) == sorted(want["codes"]), name
+        assert status == (1 if want["codes"] else 0), name
+        assert all(f["line"] for f in result["findings"]), name
