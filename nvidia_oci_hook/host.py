@@ -111,6 +111,33 @@ class HostView:
         info = self.stat(path)
         return None if info is None else _identity(info)
 
+    def real_path(self, path: str) -> Optional[str]:
+        """Where host path lives on this machine's filesystem (links resolved inside the root), if it exists."""
+        if not path.startswith("/") or self.stat(path) is None:
+            return None
+        return self._real(posixpath.normpath(path))
+
+    def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
+        """A small host file's text (marker files, /proc entries); None if absent or unreadable."""
+        real = self.real_path(path)
+        if real is None:
+            return None
+        try:
+            with open(real, "rb") as handle:
+                return handle.read(limit).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def list_dir(self, path: str) -> list[str]:
+        """Names in a host directory, sorted; empty when it is absent."""
+        real = self.real_path(path)
+        if real is None:
+            return []
+        try:
+            return sorted(os.listdir(real))
+        except OSError:
+            return []
+
 
 def under_root(root: str, path: str) -> Optional[str]:
     """path relative to root ('' for root itself), matching whole components; None if outside."""

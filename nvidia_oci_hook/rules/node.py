@@ -1,0 +1,151 @@
+"""NODE: what only the whole node shows: validation markers against the driver's real place, stray nodes."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+from typing import Any
+
+from nvidia_oci_hook.driver import FOUND, DriverRootAnswer, resolve_driver_root, stray_device_nodes
+from nvidia_oci_hook.findings import Problem, Severity
+from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.model.collection import Collection
+from nvidia_oci_hook.rules.base import Context, rule
+
+NODE = "node"
+VALIDATIONS = "/run/nvidia/validations"
+CRIO_COLLISION_ERROR = (
+    "privileged container was configured with a device container path that already exists on the host"
+)
+
+
+def _answer(context: Context) -> DriverRootAnswer:
+    host = context.host
+    assert host is not None
+    return context.cached("driver-root", lambda: resolve_driver_root(host, context.driver_roots))  # type: ignore[no-any-return]
+
+
+def shown(host: HostView, path: str) -> str:
+    """A host path as this machine sees it (under --host-root)."""
+    return path if host.root == "/" else posixpath.join(host.root, path.lstrip("/"))
+
+
+def _env_file(text: str) -> dict[str, str]:
+    values = {}
+    for line in text.splitlines():
+        name, equals, value = line.strip().partition("=")
+        if equals and name and not name.startswith("#"):
+            values[name.strip()] = value.strip().strip('"')
+    return values
+
+
+@rule("NODE001", "validation-markers-contradict-driver", Severity.ERROR, [NODE], needs_host=True)
+def validation_markers_contradict_driver(value: Any, context: Context) -> Iterator[Problem]:
+    """The GPU Operator's validation markers point at a driver root the node does not have.
+
+    ## What it checks
+    The files in `/run/nvidia/validations` against where the driver really is (nvidia-smi, libnvidia-ml.so.1,
+    libcuda.so.1 under each `--driver-root` candidate): `toolkit-ready` without `host-driver-ready` while the
+    driver is installed on the host (the race left by a validator pod that failed before its cleanup hook),
+    `host-driver-ready` while the driver is not on the host, and a `driver-ready` file whose `IS_HOST_DRIVER` or
+    `NVIDIA_DRIVER_ROOT` disagrees with the evidence.
+
+    ## Why it matters
+    The device plugin picks `NVIDIA_DRIVER_ROOT` from these markers. With `toolkit-ready` present and
+    `host-driver-ready` missing it chooses `/run/nvidia/driver` on a node whose driver is on `/`, and every GPU
+    pod then fails with `lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory`; restarting pods
+    does not help while the stale files stay.
+
+    ## Example
+    `/run/nvidia/validations/toolkit-ready` present, `host-driver-ready` absent, `/usr/bin/nvidia-smi` and
+    `/usr/lib/x86_64-linux-gnu/libcuda.so.1` on the host, `/run/nvidia/driver` empty.
+
+    ## Fix
+    `rm -f /run/nvidia/validations/*-ready`, then delete the nvidia-operator-validator and device-plugin pods so
+    that they validate again and pick the right root.
+    """
+    host = context.host
+    if host is None:
+        return
+    answer = _answer(context)
+    if answer.status != FOUND:
+        return
+    names = set(host.list_dir(VALIDATIONS))
+    driver_root = answer.root or "/"
+    on_host = driver_root == "/"
+    marker = shown(host, f"{VALIDATIONS}/toolkit-ready")
+    fix = f"rm -f {shown(host, VALIDATIONS)}/*-ready and delete the operator-validator and device-plugin pods"
+    if on_host and "toolkit-ready" in names and "host-driver-ready" not in names:
+        yield Problem(
+            "",
+            f"toolkit-ready exists without host-driver-ready while the driver is on the host ({answer.reason}): "
+            "the device plugin will choose NVIDIA_DRIVER_ROOT=/run/nvidia/driver and GPU pods fail with "
+            "'lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory'",
+            fix,
+            path=marker,
+        )
+    if not on_host and "host-driver-ready" in names:
+        yield Problem(
+            "",
+            f"host-driver-ready says the driver is on the host, but it is under {answer.root} ({answer.reason})",
+            fix,
+            path=shown(host, f"{VALIDATIONS}/host-driver-ready"),
+        )
+    text = host.read_text(f"{VALIDATIONS}/driver-ready") if "driver-ready" in names else None
+    if text is not None:
+        env = _env_file(text)
+        says_host = env.get("IS_HOST_DRIVER", "").lower() == "true"
+        root = env.get("NVIDIA_DRIVER_ROOT")
+        if ("IS_HOST_DRIVER" in env and says_host != on_host) or (root and root.rstrip("/") != driver_root.rstrip("/")):
+            yield Problem(
+                "",
+                f"driver-ready says IS_HOST_DRIVER={env.get('IS_HOST_DRIVER', '?')} NVIDIA_DRIVER_ROOT={root or '?'}, "
+                f"but the driver is under {driver_root} ({answer.reason})",
+                fix,
+                path=shown(host, f"{VALIDATIONS}/driver-ready"),
+            )
+
+
+@rule("NODE002", "stray-nvidia-device-nodes", Severity.ERROR, [NODE], needs_host=True)
+def stray_nvidia_device_nodes(value: Any, context: Context) -> Iterator[Problem]:
+    """NVIDIA device nodes sit in the host's /dev while the driver, and its /dev, live in a driver container.
+
+    ## What it checks
+    When the driver root is not `/` and has its own `dev/nvidia*` nodes, every `/dev/nvidia*` character device
+    on the host's `/dev`.
+
+    ## Why it matters
+    Nothing on such a node should create them: they come from NVML running in a pod that mounts the host's
+    `/dev` (NVML creates missing nodes when `ModifyDeviceFiles` is 1). From then on cri-o refuses every
+    privileged container that gets GPUs from the device plugin ("privileged container was configured with a
+    device container path that already exists on the host"), and containerd gives privileged containers two
+    entries for each node.
+
+    ## Example
+    `/run/nvidia/driver/dev/nvidia0` (the driver container's) and a stray `/dev/nvidia0` on the host.
+
+    ## Fix
+    Remove the stray nodes (`rm /dev/nvidia*` on the host, with no GPU pod running) and stop what creates them:
+    mount the host's `/dev` elsewhere in the pod that calls NVML (the DRA driver fix), or load the driver with
+    `NVreg_ModifyDeviceFiles=0`.
+    """
+    host = context.host
+    if host is None:
+        return
+    answer = _answer(context)
+    strays = stray_device_nodes(host, answer)
+    if not strays:
+        return
+    engines = {part.kind for part in value.parts} if isinstance(value, Collection) else set()
+    consequence = (
+        f"cri-o refuses privileged GPU containers ('{CRIO_COLLISION_ERROR}')"
+        if "crio-config" in engines or not engines
+        else "privileged containers get duplicate device entries"
+    )
+    for path in strays:
+        yield Problem(
+            "",
+            f"{path} exists on the host while the driver's nodes are under {answer.dev_root()}/dev: {consequence}",
+            f"rm {shown(host, path)} (no GPU pod running), and stop NVML from creating it",
+            path=shown(host, path),
+        )
