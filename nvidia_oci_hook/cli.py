@@ -59,7 +59,7 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, metavar="[PATH|-]...")
+@click.argument("paths", nargs=-1, metavar="[PATH|-]...")
 @click.option(
     "--kind",
     type=click.Choice((AUTO, *kind_names())),
@@ -74,6 +74,11 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     multiple=True,
     metavar="DIR",
     help="A driver-root candidate (repeatable) [default: / and /run/nvidia/driver].",
+)
+@click.option(
+    "--node",
+    is_flag=True,
+    help="Find and lint the node's engine configs, hooks directories and CDI spec directories under --host-root.",
 )
 @click.option("--offline", is_flag=True, help="Skip every check that looks at the host.")
 @click.option("--schema-only", is_flag=True, help="Only what the format's own reference checks.")
@@ -99,6 +104,7 @@ def lint(
     kind: str,
     host_root: str,
     driver_roots: tuple[str, ...],
+    node: bool,
     offline: bool,
     schema_only: bool,
     select: tuple[str, ...],
@@ -106,14 +112,21 @@ def lint(
     output_format: str,
     fail_on: Optional[str],
 ) -> None:
-    """Lint OCI runtime configs (config.json) and states; '-' reads standard input.
+    """Lint container specs and the documents that shape them; '-' reads standard input.
 
-    Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage or read error.
+    Kinds: OCI runtime configs (config.json) and states, CDI specs, hooks.d files, cri-o and containerd
+    configurations, CRI container configs; a directory is read as the engine reads it (CDI spec directory,
+    hooks directory, crio.conf.d). Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage or read
+    error.
     """
     from nvidia_oci_hook.lint import LintOptions, lint_paths
     from nvidia_oci_hook.report import REPORTERS
 
     settings = _settings(ctx)
+    if not paths and not node:
+        raise click.UsageError("give at least one PATH, '-', or --node")
+    if node and offline:
+        raise click.UsageError("--node reads the node: it cannot be --offline")
     for root in driver_roots:
         if not root.startswith("/"):
             raise click.BadParameter(f"{root!r} is not an absolute path", param_hint="--driver-root")
@@ -125,17 +138,18 @@ def lint(
         schema_only=schema_only,
         select=_split_codes(select) if select else settings.select,
         ignore=_split_codes(ignore) if ignore else settings.ignore,
+        node=node,
     )
     if not offline and not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
     try:
-        results = lint_paths(paths, options)
+        run = lint_paths(paths, options)
     except io.ReadError as exc:
         raise Fatal(str(exc)) from None
     color = output_format == "text" and sys.stdout.isatty()
-    click.echo(REPORTERS[output_format](results, color=color), nl=False)
+    click.echo(REPORTERS[output_format](run.files, color=color, looked_at=run.looked_at), nl=False)
     threshold = Severity.parse(fail_on or settings.fail_on)
-    failed = any(f.severity >= threshold for result in results for f in result.findings)
+    failed = any(f.severity >= threshold for result in run.files for f in result.findings)
     ctx.exit(EXIT_FINDINGS if failed else EXIT_CLEAN)
 
 

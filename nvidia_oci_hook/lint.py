@@ -26,6 +26,7 @@ class LintOptions:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     max_bytes: int = io.DEFAULT_MAX_BYTES
+    node: bool = False
 
 
 @dataclass
@@ -96,7 +97,14 @@ def load_file(path: str, kind: str, options: LintOptions) -> Document:
     return parse_document(display, raw, kind)
 
 
-class _Results:
+@dataclass
+class LintRun:
+    files: list[FileResult]
+    # With --node: (path, kind or why it was not read) for every place looked at.
+    looked_at: list[tuple[str, str]] = field(default_factory=list)
+
+
+class ResultSet:
     """Findings grouped by file, in the order files were first seen."""
 
     def __init__(self) -> None:
@@ -113,7 +121,7 @@ class _Results:
 
 
 def lint_collection(
-    collection: Collection, rules: dict[str, Rule], context_for: Callable[[], Context], results: _Results
+    collection: Collection, rules: dict[str, Rule], context_for: Callable[[], Context], results: ResultSet
 ) -> None:
     for member in collection.documents:
         results.add(member.path, member.kind, lint_document(member, rules, context_for()))
@@ -130,8 +138,11 @@ def lint_collection(
         lint_collection(part, rules, context_for, results)
 
 
-def lint_paths(paths: Sequence[str], options: LintOptions) -> list[FileResult]:
-    """Lint every path (a file, '-', or a directory of one kind); raises io.ReadError for an unreadable path."""
+def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
+    """Lint every path (a file, '-', or a directory of one kind), and the node's documents with --node.
+
+    Raises io.ReadError for a path that cannot be read at all.
+    """
     rules = active_rules(options)
     host = None if options.offline else HostView(options.host_root)
 
@@ -141,7 +152,14 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> list[FileResult]:
     def loader(path: str, kind: str) -> Document:
         return load_file(path, kind, options)
 
-    results = _Results()
+    results = ResultSet()
+    looked_at: list[tuple[str, str]] = []
+    if options.node:
+        from nvidia_oci_hook.node import discover_node, looked_at_in
+
+        node = discover_node(host or HostView(options.host_root), loader)
+        looked_at = looked_at_in(node)
+        lint_collection(node, rules, context_for, results)
     for path in paths:
         if path != "-" and os.path.isdir(path):
             directory_kind = directory_kind_for(path, None if options.kind == AUTO else options.kind)
@@ -151,4 +169,4 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> list[FileResult]:
             continue
         document = load_file(path, options.kind, options)
         results.add(document.path, document.kind, lint_document(document, rules, context_for()))
-    return results.sorted()
+    return LintRun(results.sorted(), looked_at)

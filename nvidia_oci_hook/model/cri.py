@@ -104,4 +104,5 @@ def _is_cri_container(path: str, value: Any) -> bool:
     return ("metadata" in keys and bool(keys & (_CRI_KEYS - {"metadata"}))) or "cdi_devices" in keys
 
 
-register_kind(Kind(CRI_CONTAINER, "CRI container config", ("json", "yaml"), _is_cri_container, order=30))
+# Below CDI (20) so that CDI stays the fallback for an unrecognised YAML file.
+register_kind(Kind(CRI_CONTAINER, "CRI container config", ("json", "yaml"), _is_cri_container, order=15))

@@ -100,6 +100,9 @@ class Kind:
     sniff: Optional[Callable[[str, Any], bool]] = None
     # Among kinds whose sniff accepts a value, the lowest order wins; the fallback kind of a format has the highest.
     order: int = 50
+    # Adjusts a parsed document to what this kind's own reader does with the text (a Go decoder that accepts a
+    # byte-order mark, or refuses what Python's parser takes); returns the document to lint.
+    refine: Optional[Callable[[Document], Document]] = None
 
 
 _FORMATS: dict[str, FormatParser] = {}
@@ -166,7 +169,7 @@ def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
             chosen = detect(path, parsed.value, candidates)
         if chosen is None:
             chosen = candidates[-1] if candidates else get_kind(OCI_CONFIG)
-    return Document(
+    document = Document(
         path,
         chosen.name,
         parsed.text,
@@ -176,6 +179,7 @@ def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
         format_name,
         parsed.locator,
     )
+    return chosen.refine(document) if chosen.refine is not None else document
 
 
 _TOML_LINE = re.compile(rb"^(\[\[?\s*[A-Za-z0-9_.\"' -]+\s*\]\]?|[A-Za-z0-9_.\"'-]+\s*=.*)\s*(#.*)?$")

@@ -35,5 +35,5 @@ def as_dict(results: Sequence[FileResult]) -> dict[str, Any]:
     }
 
 
-def render_json(results: Sequence[FileResult], color: bool = False) -> str:
+def render_json(results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = ()) -> str:
     return json.dumps(as_dict(results), indent=2, ensure_ascii=False) + "\n"

@@ -14,9 +14,14 @@ def summarize(results: Sequence[FileResult]) -> dict[str, int]:
     return counts
 
 
-def render_text(results: Sequence[FileResult], color: bool = False) -> str:
+def render_text(results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = ()) -> str:
     colors = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
     lines = []
+    if looked_at:
+        lines.append("looked at:")
+        width = max(len(path) for path, _ in looked_at)
+        lines.extend(f"  {path:<{width}}  {what}" for path, what in looked_at)
+        lines.append("")
     for result in results:
         for finding in result.findings:
             where = finding.path

@@ -11,19 +11,21 @@ from nvidia_oci_hook.rules.base import ANY_KIND, register
 
 register(
     "DOC001",
-    "invalid-json",
+    "invalid-syntax",
     Severity.ERROR,
     [ANY_KIND],
     schema_level=True,
-    doc="""The file is not valid JSON.
+    doc="""The file does not parse: invalid JSON, YAML or TOML.
 
     ## What it checks
-    That the file parses as JSON the way Go's decoder (runc, crun's tools, containerd, cri-o) parses it: no
-    comments, no trailing commas, no NaN or Infinity, no byte-order mark, not empty.
+    That the file parses in its format the way the Go decoders of runc, containerd, cri-o and podman parse it:
+    for JSON no comments, no trailing commas, no NaN or Infinity, no byte-order mark, not empty; YAML and TOML
+    by their specifications. (The CDI library reads every spec, even a `.json` one, as YAML, so for CDI specs
+    this tool follows what that parser accepts.)
 
     ## Why it matters
-    The runtime refuses the whole document; runc reports only `invalid character ... looking for beginning
-    of value`, without a line number.
+    The engine refuses the whole document; runc reports only `invalid character ... looking for beginning
+    of value`, without a line number, and a bad TOML drop-in stops cri-o from starting at all.
 
     ## Example
     `{"ociVersion": "1.0.2", }` (trailing comma) is reported at line 1, column 25.
@@ -37,18 +39,17 @@ register(
 register(
     "DOC002",
     "invalid-utf8",
-    Severity.ERROR,
+    Severity.WARNING,
     [ANY_KIND],
-    schema_level=True,
     doc="""The file contains bytes that are not UTF-8.
 
     ## What it checks
-    That the file is UTF-8, as JSON (RFC 8259) requires.
+    That the file is UTF-8, as JSON (RFC 8259), YAML and TOML require.
 
     ## Why it matters
-    Go's decoder silently replaces invalid bytes inside strings with U+FFFD, so a path or an environment value
-    that was written in another encoding arrives in the container altered, and a file lookup fails far away
-    from the cause.
+    Every Go loader involved (runc, containerd, cri-o, podman, the CDI library) accepts the file and silently
+    replaces the invalid bytes inside strings with U+FFFD, so a path or an environment value that was written
+    in another encoding arrives in the container altered, and a file lookup fails far away from the cause.
 
     ## Example
     A mount source written in Latin-1, `"/mnt/donn\\xe9es"`, becomes `"/mnt/donn\\ufffdes"`.

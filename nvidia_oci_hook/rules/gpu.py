@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
+from nvidia_oci_hook.model.cdi import cdi_name_error as cdi_name_error  # re-exported for rules/cri.py
 from nvidia_oci_hook.model.cri import CRI_CONTAINER
 from nvidia_oci_hook.model.devices import (
     NVIDIA_GPU_NODE,
@@ -169,37 +170,6 @@ def visible_devices_on_privileged(value: Any, context: Context) -> Iterator[Prob
             f"({evidence}) and sees every GPU",
             "run the container unprivileged, or set NVIDIA_VISIBLE_DEVICES=all",
         )
-
-
-def _name_error(part: str, kind: str, extra: str) -> Optional[str]:
-    """Why the CDI library refuses a vendor, class or device name (pkg/parser), or None."""
-    if not part:
-        return f"empty {kind}"
-    first_ok = part[0].isascii() and (part[0].isalpha() or (kind == "device name" and part[0].isdigit()))
-    if not first_ok:
-        return f"{kind} {part!r} must start with a letter" + (" or digit" if kind == "device name" else "")
-    if len(part) == 1 and kind != "device name":
-        # The library slices name[1:len-1], which panics for a single character.
-        return f"{kind} {part!r} is a single character, which the CDI library cannot parse"
-    for char in part[1:-1]:
-        if not (char.isascii() and (char.isalnum() or char in extra)):
-            return f"invalid character {char!r} in {kind} {part!r}"
-    if not (part[-1].isascii() and part[-1].isalnum()):
-        return f"{kind} {part!r} must end with a letter or digit"
-    return None
-
-
-def cdi_name_error(name: str) -> Optional[str]:
-    """Why name is not a qualified CDI device name (vendor/class=name), or None."""
-    qualifier, equals, device = name.partition("=")
-    vendor, slash, kind = qualifier.partition("/")
-    if name.startswith("/") or not equals or not qualifier or not device or not slash or not vendor or not kind:
-        return f"{name!r} is not a qualified CDI device name (vendor/class=name)"
-    return (
-        _name_error(vendor, "vendor", "_-.")
-        or _name_error(kind, "class", "_-.")
-        or _name_error(device, "device name", "_-.:")
-    )
 
 
 @rule("GPU005", "malformed-cdi-annotation", Severity.ERROR, [OCI_CONFIG, OCI_STATE, CRI_CONTAINER])

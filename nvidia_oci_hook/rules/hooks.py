@@ -52,8 +52,8 @@ def hook_timeout_too_small(value: Any, context: Context) -> Iterator[Problem]:
     That a hook's `timeout`, when set, is at least 1 (seconds), as the runtime-spec requires.
 
     ## Why it matters
-    runc treats a timeout of 0 or less as no timeout at all, while other runtimes kill the hook at once; the
-    same spec behaves differently, and a hung hook can block container creation forever.
+    runc starts the hook and fails the container at once: `hook ran past specified timeout of 0.0s` (measured
+    with runc 1.1.5), however quickly the hook would have finished.
 
     ## Example
     `{"path": "/usr/bin/nvidia-oci-hook", "timeout": 0}`
@@ -106,8 +106,8 @@ def deprecated_prestart(value: Any, context: Context) -> Iterator[Problem]:
 
     ## Why it matters
     The runtime-spec deprecated `prestart` in favour of `createRuntime`, which runs at the same moment in the
-    same namespaces. cri-o and podman already turn hooks.d `prestart` entries into `createRuntime`; a runtime
-    that drops the deprecated stage will silently skip the hook.
+    same namespaces. cri-o and podman 5 already turn hooks.d `prestart` entries into `createRuntime` (podman 4
+    still writes `prestart`); a runtime that drops the deprecated stage will silently skip the hook.
 
     ## Example
     `"hooks": {"prestart": [{"path": "/usr/bin/nvidia-container-runtime-hook", "args": ["x", "prestart"]}]}`

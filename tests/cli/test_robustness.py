@@ -91,7 +91,7 @@ def test_invalid_json_has_line_and_column(tmp_path: Path) -> None:
 def test_hostile_documents_give_a_finding(tmp_path: Path, content: bytes, code: str) -> None:
     path = tmp_path / "config.json"
     path.write_bytes(content)
-    proc = lint_file(path, "--offline")
+    proc = lint_file(path, "--offline", "--fail-on", "warning")
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr == ""
     assert code in [f["code"] for f in json.loads(proc.stdout)["files"][0]["findings"]]

@@ -83,7 +83,9 @@ def test_seed_000_names_the_cause_and_the_fix(fake_host: FakeHost, as_root: None
     assert finding.path == f"{fake_host.root}/run/nvidia/validations/toolkit-ready"
     assert "NVIDIA_DRIVER_ROOT=/run/nvidia/driver" in finding.message
     assert "lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory" in finding.message
-    assert finding.hint is not None and finding.hint.startswith(f"rm -f {fake_host.root}/run/nvidia/validations/*-ready")
+    assert finding.hint is not None and finding.hint.startswith(
+        f"rm -f {fake_host.root}/run/nvidia/validations/*-ready"
+    )
 
 
 @pytest.mark.root

@@ -1,0 +1,1 @@
+"""CDI specs and spec directories: rule cases, the corpus, and agreement with the CDI Go library."""

@@ -1,0 +1,85 @@
+#!/bin/sh
+# Builds tests/cdi/reference/main.go, the CDI Go library's own verdict on specs, against the library as Debian
+# packages it. Idempotent: does nothing when the binary is there and was built from the current sources.
+#
+# Debian 12 ships the library at 0.5.2 and no Go new enough for newer releases, so everything is fetched with a
+# private apt state (the system's apt configuration is not touched) from the same mirror as the configured
+# sources, unpacked with dpkg -x and built offline in GOPATH mode:
+#   - the Go toolchain (golang-1.24) and every dependency from trixie (Debian 13, a stable release);
+#   - the library itself, golang-tags.cncf-container-device-interface-dev at upstream release 1.0.1, from
+#     forky (testing) or sid. The version is pinned: the tests model exactly this release.
+set -eu
+cd "$(dirname "$0")/../.."
+script=tests/cdi/setup.sh
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+cdi_release=1.0.1
+tools=.tools/cdi-reference
+binary=$tools/bin/cdi-reference
+want="$cdi_release $(cat tests/cdi/reference/main.go tests/cdi/setup.sh | sha256sum | cut -c1-16)"
+if [ -x "$binary" ] && [ "$(cat "$tools/stamp" 2>/dev/null)" = "$want" ]; then
+    exit 0
+fi
+
+# A failure must not stop the setup of the other test areas (scripts/setup runs every tests/*/setup.sh under
+# set -e): the build runs as a child, and tests/cdi/test_reference.py fails instead, saying what is missing.
+if [ "${1:-}" != build ]; then
+    if ! sh "$script" build; then
+        echo "tests/cdi/setup.sh: could not build $binary; tests/cdi/test_reference.py fails until it is built" >&2
+    fi
+    exit 0
+fi
+
+# The Debian archive's address, as the system's apt sources name it (one-line or deb822 format).
+mirror=$(
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+        awk '
+            /^deb[ \t]/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($(i + 1) ~ /^(bookworm|trixie)$/) { print $i; exit } break } }
+            /^URIs:/ { uri = $2 }
+            /^Suites:/ && uri != "" { for (i = 2; i <= NF; i++) if ($i ~ /^(bookworm|trixie)$/) { print uri; exit } }
+            /^[ \t]*$/ { uri = "" }
+        '
+)
+mirror=${mirror:-http://deb.debian.org/debian}
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+
+rm -rf "$tools"
+mkdir -p "$tools/apt/lists/partial" "$tools/apt/cache/archives/partial" "$tools/debs" "$tools/root" "$tools/bin"
+for suite in trixie forky sid; do
+    echo "deb [signed-by=$keyring] $mirror $suite main"
+done >"$tools/apt/sources.list"
+apt_options="-o Dir::State::Lists=$PWD/$tools/apt/lists -o Dir::Etc::SourceList=$PWD/$tools/apt/sources.list
+    -o Dir::Etc::SourceParts=/dev/null -o Dir::Cache=$PWD/$tools/apt/cache -o Dir::State::status=/dev/null
+    -o APT::Sandbox::User=root -o Debug::NoLocking=1"
+echo "tests/cdi/setup.sh: fetching the Go toolchain and the CDI library $cdi_release from $mirror"
+# shellcheck disable=SC2086
+apt-get $apt_options update -qq >/dev/null
+# shellcheck disable=SC2086
+cdi_version=$(apt-cache $apt_options madison golang-tags.cncf-container-device-interface-dev |
+    awk -F'|' -v r="$cdi_release" '{ gsub(/ /, "", $2) } index($2, r "-") == 1 { print $2; exit }')
+if [ -z "$cdi_version" ]; then
+    echo "tests/cdi/setup.sh: no Debian suite has golang-tags.cncf-container-device-interface-dev $cdi_release any more;" \
+        "update tests/cdi (the model's library release) to the release Debian now ships" >&2
+    exit 1
+fi
+packages="golang-tags.cncf-container-device-interface-dev=$cdi_version golang-1.24-go/trixie golang-1.24-src/trixie"
+for dependency in golang-github-fsnotify-fsnotify-dev golang-github-opencontainers-runtime-tools-dev \
+    golang-github-opencontainers-specs-dev golang-gocapability-dev golang-golang-x-mod-dev golang-golang-x-sys-dev \
+    golang-gopkg-yaml.v3-dev golang-k8s-sigs-yaml-dev; do
+    packages="$packages $dependency/trixie"
+done
+# shellcheck disable=SC2086
+(cd "$tools/debs" && apt-get $apt_options download -qq $packages >/dev/null)
+for deb in "$tools"/debs/*.deb; do
+    dpkg -x "$deb" "$tools/root"
+done
+
+goroot="$PWD/$tools/root/usr/lib/go-1.24"
+GOROOT=$goroot GOPATH="$PWD/$tools/root/usr/share/gocode" GOCACHE="$PWD/$tools/gocache" GO111MODULE=off \
+    GOTOOLCHAIN=local GOFLAGS= CGO_ENABLED=0 GOPROXY=off \
+    "$goroot/bin/go" build -trimpath -ldflags "-X main.libraryVersion=$cdi_version" -o "$binary" \
+    ./tests/cdi/reference/main.go
+# Keep only the binary: the toolchain and sources are 500 MB.
+rm -rf "$tools/root" "$tools/debs" "$tools/gocache" "$tools/apt"
+echo "$want" >"$tools/stamp"
+echo "tests/cdi/setup.sh: built $binary against the CDI library $cdi_version"

@@ -1,0 +1,174 @@
+"""A throw-away podman for tests: its own storage, configuration and busybox image, nothing shared with the host.
+
+Everything podman writes goes under one temporary directory: containers.conf (cgroupfs, file events, no network,
+runc, hooks_dir as the test asks), storage.conf (overlay under the directory), and a local image imported from a
+busybox-static root filesystem (FACTS.md section 7). `podman run` leaves conmon processes behind that PID 1 on
+these machines never reaps, so the runs happen in a child process that makes itself a child subreaper
+(`run_isolated`) and reaps them before it exits.
+
+Usage from a test: `run_isolated("hooks", cases)` runs `python -m tests.podman_env hooks IN OUT` in such a child,
+which runs one `podman run` per case (a list of hooks directories per case) and returns what each did.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.documents.corpus import _reap_children, _unmount_below
+
+IMAGE = "localhost/nvidia-oci-hook-test:latest"
+APPLETS = ("sh", "true", "cat", "echo", "sleep")
+# An error podman prints for a hooks.d file or directory its loader refuses (libpod setupOCIHooks).
+HOOKS_SETUP_ERROR = "Error: setting up OCI Hooks: "
+
+
+class PodmanUnavailable(RuntimeError):
+    """podman, busybox or root is missing: the runtime tests cannot run here."""
+
+
+def need(binary: str) -> str:
+    found = shutil.which(binary)
+    if found is None:
+        raise PodmanUnavailable(f"{binary!r} is not installed (Debian packages podman, runc, busybox-static)")
+    return found
+
+
+class PodmanEnv:
+    """podman with configuration and storage under directory; hooks_dirs change per run."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.podman = need("podman")
+        need("runc")
+        (directory / "storage.conf").write_text(
+            f'[storage]\ndriver = "overlay"\nrunroot = "{directory}/runroot"\ngraphroot = "{directory}/graphroot"\n'
+        )
+        self.configure([])
+
+    def configure(self, hooks_dirs: Sequence[str]) -> None:
+        directory = self.directory
+        listed = ", ".join(json.dumps(str(path)) for path in hooks_dirs)
+        (directory / "containers.conf").write_text(
+            "[containers]\n"
+            'netns = "none"\n'
+            'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
+            "[engine]\n"
+            'cgroup_manager = "cgroupfs"\n'
+            'events_logger = "file"\n'
+            f'events_logfile_path = "{directory}/events.log"\n'
+            'runtime = "runc"\n'
+            f"hooks_dir = [{listed}]\n"
+            f'tmp_dir = "{directory}/tmp"\n'
+            f'volume_path = "{directory}/volumes"\n'
+            "[network]\n"
+            f'network_config_dir = "{directory}/net"\n'
+        )
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(
+            os.environ,
+            CONTAINERS_CONF=str(self.directory / "containers.conf"),
+            CONTAINERS_STORAGE_CONF=str(self.directory / "storage.conf"),
+        )
+
+    def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [self.podman, *args], env=self.env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+    def import_busybox(self) -> None:
+        busybox = Path("/bin/busybox") if Path("/bin/busybox").is_file() else Path(need("busybox"))
+        rootfs = self.directory / "rootfs"
+        (rootfs / "bin").mkdir(parents=True)
+        shutil.copy2(busybox, rootfs / "bin" / "busybox")
+        for applet in APPLETS:
+            (rootfs / "bin" / applet).symlink_to("busybox")
+        tarball = self.directory / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True, capture_output=True)
+        result = self.run("import", "--change", 'CMD ["/bin/sh"]', str(tarball), IMAGE)
+        if result.returncode != 0:
+            raise PodmanUnavailable(f"podman import failed:\n{result.stdout}{result.stderr}")
+
+    def close(self) -> None:
+        self.run("rm", "--all", "--force")
+        self.run("system", "reset", "--force")
+        _unmount_below(self.directory)
+
+
+def run_hooks_cases(cases: list[dict[str, Any]], directory: Path) -> list[dict[str, Any]]:
+    """For each case ({"hooks_dirs": [...], "marker": path or None}), one `podman run --rm IMAGE /bin/true`."""
+    env = PodmanEnv(directory)
+    results = []
+    try:
+        env.import_busybox()
+        for case in cases:
+            env.configure(case["hooks_dirs"])
+            marker = case.get("marker")
+            if marker:
+                Path(marker).unlink(missing_ok=True)
+            result = env.run("run", "--rm", "--pull=never", IMAGE, "/bin/true")
+            output = result.stdout + result.stderr
+            results.append(
+                {
+                    "status": result.returncode,
+                    "output": output,
+                    "marker": Path(marker).read_text() if marker and Path(marker).exists() else None,
+                }
+            )
+    finally:
+        env.close()
+    return results
+
+
+def run_isolated(mode: str, cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[str, Any]]:
+    """Run a mode of this module in a child subreaper process; raises PodmanUnavailable when it cannot run."""
+    if os.geteuid() != 0:
+        raise PodmanUnavailable("podman tests need root (overlay storage, cgroupfs)")
+    need("podman")
+    with tempfile.TemporaryDirectory(prefix="podman-env-") as directory:
+        request = Path(directory) / "cases.json"
+        response = Path(directory) / "results.json"
+        request.write_text(json.dumps(cases))
+        root = Path(__file__).resolve().parents[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "tests.podman_env", mode, str(request), str(response)],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if result.returncode != 0 or not response.exists():
+            raise PodmanUnavailable(f"tests.podman_env {mode} failed:\n{result.stdout}\n{result.stderr}")
+        results: list[dict[str, Any]] = json.loads(response.read_text())
+        return results
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 4 or argv[1] != "hooks":
+        print(f"usage: {argv[0]} hooks CASES.json RESULTS.json", file=sys.stderr)
+        return 2
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: conmon is reaped here
+    cases = json.loads(Path(argv[2]).read_text())
+    with tempfile.TemporaryDirectory(prefix="podman-env-") as directory:
+        try:
+            results = run_hooks_cases(cases, Path(directory))
+        finally:
+            _reap_children(deadline=time.monotonic() + 10)
+    Path(argv[3]).write_text(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
