@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from nvidia_oci_hook import io
-from nvidia_oci_hook.rules.base import DEFAULT_DRIVER_ROOTS
+from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS
 
 DEFAULT_CONFIG_PATH = "/etc/nvidia-oci-hook/config.yaml"
 CONFIG_ENV = "NVIDIA_OCI_HOOK_CONFIG"

@@ -15,6 +15,9 @@ from typing import Optional
 
 _MAX_LINKS = 40  # the kernel's own limit on links followed in one lookup
 
+# Where an NVIDIA driver may live: installed on the host, or in the GPU Operator's driver container.
+DEFAULT_DRIVER_ROOTS = ("/", "/run/nvidia/driver")
+
 
 @dataclass(frozen=True)
 class DeviceIdentity:

@@ -9,11 +9,11 @@ from typing import Callable
 
 from nvidia_oci_hook import io
 from nvidia_oci_hook.findings import Finding, Problem
-from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 from nvidia_oci_hook.model.collection import Collection, directory_kind_for
 from nvidia_oci_hook.model.document import AUTO, OCI_CONFIG, Document, LoadProblem, Location, parse_document
 from nvidia_oci_hook.model.schema import schema_problems
-from nvidia_oci_hook.rules.base import DEFAULT_DRIVER_ROOTS, Context, Rule, all_rules, selected
+from nvidia_oci_hook.rules.base import Context, Rule, all_rules, selected
 
 
 @dataclass(frozen=True)

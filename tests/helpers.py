@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from nvidia_oci_hook.findings import Finding
-from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
 from nvidia_oci_hook.model.document import parse_document
-from nvidia_oci_hook.rules.base import DEFAULT_DRIVER_ROOTS, Context
+from nvidia_oci_hook.rules.base import Context
 
 
 def lint_value(

@@ -1,11 +1,5 @@
-"""Document kinds and formats; importing the package registers every one of them.
+"""Documents: formats, kinds and directory kinds, one module each.
 
-Each module registers its formats, kinds and directory kinds when imported, so a new kind is a new module here
-and nothing else.
+Nothing is imported here, so that code needing one module (the runtime-facing modes need `oci` and `devices`)
+does not pay for all of them; `document.load_all_kinds()` imports every module when a linter needs them all.
 """
-
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")

@@ -451,7 +451,8 @@ def _reread(text: str) -> Optional[tuple[Any, Parsed]]:
     """goyaml.v2's value of text and a parse of it for positions, or None when goyaml.v2 refuses the text."""
     import yaml
 
-    from nvidia_oci_hook.model.yamltext import NodeLocator, parse_yaml
+    from nvidia_oci_hook.model.positions import PositionMap
+    from nvidia_oci_hook.model.yamltext import parse_yaml
 
     try:
         value = go_yaml_load(text)
@@ -461,7 +462,7 @@ def _reread(text: str) -> Optional[tuple[Any, Parsed]]:
         parsed = parse_yaml(candidate.encode("utf-8", "surrogatepass"))
         if parsed.ok:
             return value, Parsed(text, value, True, parsed.problems, parsed.locator)
-    return value, Parsed(text, value, True, [], NodeLocator(text, {}))
+    return value, Parsed(text, value, True, [], PositionMap(text))
 
 
 def _accept(document: Document, value: Any, parsed: Parsed, problems: list[LoadProblem]) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from nvidia_oci_hook.model.document import Document
+from nvidia_oci_hook.model.document import Document, load_all_kinds
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,7 @@ def register_directory_kind(kind: DirectoryKind) -> DirectoryKind:
 
 
 def directory_kinds() -> list[DirectoryKind]:
-    from nvidia_oci_hook import model  # noqa: F401  (kind modules register on import)
-
+    load_all_kinds()
     return sorted(_DIRECTORY_KINDS.values(), key=lambda k: (k.order, k.name))
 
 

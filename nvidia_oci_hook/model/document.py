@@ -120,7 +120,7 @@ def register_kind(kind: Kind) -> Kind:
 
 
 def kinds() -> list[Kind]:
-    _load_all_kinds()
+    load_all_kinds()
     return sorted(_KINDS.values(), key=lambda k: (k.order, k.name))
 
 
@@ -129,13 +129,26 @@ def kind_names() -> tuple[str, ...]:
 
 
 def get_kind(name: str) -> Kind:
-    _load_all_kinds()
+    load_all_kinds()
     return _KINDS[name]
 
 
-def _load_all_kinds() -> None:
-    # Kind modules register themselves on import; the model package imports them all.
-    from nvidia_oci_hook import model  # noqa: F401
+_LOADED = False
+
+
+def load_all_kinds() -> None:
+    """Import every module of the model package: kind and format modules register themselves on import."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import importlib
+    import pkgutil
+
+    from nvidia_oci_hook import model
+
+    for module in pkgutil.iter_modules(model.__path__):
+        importlib.import_module(f"{model.__name__}.{module.name}")
 
 
 def format_for(path: str, kind: Optional[Kind]) -> str:
@@ -157,6 +170,7 @@ def detect(path: str, value: Any, candidates: Sequence[Kind]) -> Optional[Kind]:
 
 def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
     """Parse raw bytes as the given kind, or detect the kind from the file name and the content."""
+    load_all_kinds()
     forced = None if kind == AUTO else get_kind(kind)
     format_name = format_for(path, forced)
     if forced is None and format_name == "json" and _looks_like_toml(raw):

@@ -7,11 +7,11 @@ stack; the decoder's own recursion limit is turned into a finding by the caller.
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from nvidia_oci_hook.model.positions import LineIndex, nearest
 
 # Go's encoding/json (runc, containerd, cri-o) refuses documents nested deeper than this.
 GO_MAX_DEPTH = 10000
@@ -106,38 +106,19 @@ def _max_depth(text: str) -> tuple[int, int]:
     return deepest, deepest_at
 
 
-@dataclass
-class Positions:
-    """Line/column lookup for offsets and JSON pointers of one text."""
+class Positions(LineIndex):
+    """Line/column lookup for offsets and JSON pointers of one JSON text."""
 
-    text: str
-    _line_starts: Optional[list[int]] = None
-    _pointers: Optional[dict[str, int]] = None
-    duplicate_keys: list[tuple[str, int]] = field(default_factory=list)
-
-    def line_col(self, offset: int) -> tuple[int, int]:
-        if self._line_starts is None:
-            starts = [0]
-            find = self.text.find
-            index = find("\n")
-            while index != -1:
-                starts.append(index + 1)
-                index = find("\n", index + 1)
-            self._line_starts = starts
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._pointers: Optional[dict[str, int]] = None
+        self.duplicate_keys: list[tuple[str, int]] = []
 
     def offset_of(self, pointer: str) -> Optional[int]:
         """Offset of the value at pointer, or of its nearest existing ancestor."""
         if self._pointers is None:
             self._pointers = self._index()
-        while True:
-            offset = self._pointers.get(pointer)
-            if offset is not None:
-                return offset
-            if not pointer:
-                return None
-            pointer = pointer[: pointer.rfind("/")]
+        return nearest(self._pointers, pointer)
 
     def locate(self, pointer: str) -> tuple[Optional[int], Optional[int]]:
         offset = self.offset_of(pointer)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 import sys
-from bisect import bisect_right
 from typing import Any, Optional
 
 from nvidia_oci_hook.model.document import LoadProblem, Parsed, decode_utf8, register_format
 from nvidia_oci_hook.model.jsontext import pointer_join
+from nvidia_oci_hook.model.positions import PositionMap
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,7 +36,7 @@ def split_key(dotted: str) -> list[str]:
     return parts
 
 
-class LineLocator:
+class LineLocator(PositionMap):
     """pointer -> (line, column) for tables, arrays of tables and keys, found by scanning the lines.
 
     Multi-line strings and arrays are skipped by tracking open delimiters, so keys inside them are not taken
@@ -44,9 +44,7 @@ class LineLocator:
     """
 
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.positions: dict[str, tuple[int, int]] = {"": (1, 1)}
-        self._line_starts: Optional[list[int]] = None
+        super().__init__(text, {"": (1, 1)})
         self._scan()
 
     def _scan(self) -> None:
@@ -88,21 +86,6 @@ class LineLocator:
                     in_multiline = quote
             if in_multiline is None:
                 depth = _bracket_balance(rest)
-
-    def locate(self, pointer: str) -> tuple[Optional[int], Optional[int]]:
-        while True:
-            found = self.positions.get(pointer)
-            if found is not None:
-                return found
-            if not pointer:
-                return None, None
-            pointer = pointer[: pointer.rfind("/")]
-
-    def line_col(self, offset: int) -> tuple[int, int]:
-        if self._line_starts is None:
-            self._line_starts = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
-        line = bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
 
 
 def _bracket_balance(text: str) -> int:

@@ -2,35 +2,11 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from typing import Any, Optional
+from typing import Any
 
 from nvidia_oci_hook.model.document import LoadProblem, Parsed, decode_utf8, register_format
 from nvidia_oci_hook.model.jsontext import pointer_join
-
-
-class NodeLocator:
-    """pointer -> (line, column) for every node, built from the composed YAML tree without recursion."""
-
-    def __init__(self, text: str, positions: dict[str, tuple[int, int]]) -> None:
-        self.text = text
-        self.positions = positions
-        self._line_starts: Optional[list[int]] = None
-
-    def locate(self, pointer: str) -> tuple[Optional[int], Optional[int]]:
-        while True:
-            found = self.positions.get(pointer)
-            if found is not None:
-                return found
-            if not pointer:
-                return None, None
-            pointer = pointer[: pointer.rfind("/")]
-
-    def line_col(self, offset: int) -> tuple[int, int]:
-        if self._line_starts is None:
-            self._line_starts = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
-        line = bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+from nvidia_oci_hook.model.positions import PositionMap
 
 
 def _scalar_key(node: Any) -> str:
@@ -68,7 +44,7 @@ def parse_yaml(raw: bytes) -> Parsed:
 
     problems: list[LoadProblem] = []
     text = decode_utf8(raw, problems)
-    empty = NodeLocator(text, {})
+    empty = PositionMap(text, {})
     if not text.strip():
         problems.append(LoadProblem("DOC001", "the file is empty", line=1, column=1))
         return Parsed(text, None, False, problems, empty)
@@ -104,7 +80,7 @@ def parse_yaml(raw: bytes) -> Parsed:
                 column=column,
             )
         )
-    return Parsed(text, value, True, problems, NodeLocator(text, positions))
+    return Parsed(text, value, True, problems, PositionMap(text, positions))
 
 
 register_format("yaml", parse_yaml)

@@ -1,7 +1,1 @@
-"""Every rule, one module per family; importing this package registers them all."""
-
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+"""Every rule, one module per family; `rules.base.all_rules()` imports them all (each registers its rules)."""

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 
-DEFAULT_DRIVER_ROOTS = ("/", "/run/nvidia/driver")
 ANY_KIND = "*"
 
 DOC_SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
@@ -118,9 +117,20 @@ def rule(
     return wrap
 
 
-def all_rules() -> list[Rule]:
-    from nvidia_oci_hook import rules as _load_every_rule_module  # noqa: F401
+_ALL_LOADED = False
 
+
+def all_rules() -> list[Rule]:
+    global _ALL_LOADED
+    if not _ALL_LOADED:
+        _ALL_LOADED = True
+        import importlib
+        import pkgutil
+
+        from nvidia_oci_hook import rules
+
+        for module in pkgutil.iter_modules(rules.__path__):
+            importlib.import_module(f"{rules.__name__}.{module.name}")
     return sorted(_REGISTRY.values(), key=lambda r: r.code)
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Optional, Union
 
 from nvidia_oci_hook.findings import Severity
-from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document, load_file
 from nvidia_oci_hook.model.document import parse_document
 from nvidia_oci_hook.model.hooksd import HOOKSD, HOOKSD_DIRS, read_hooks_dirs
-from nvidia_oci_hook.rules.base import DEFAULT_DRIVER_ROOTS, Context
+from nvidia_oci_hook.rules.base import Context
 from tests.helpers import FakeHost
 
 # The host paths the corpus names, as a Debian 12 machine has them: programs that exist, a file that is not
