@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -101,7 +100,6 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=10_000)
     parser.add_argument("--mounts", type=int, default=10_000)
     options = parser.parse_args()
-    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp, "small.json")
         small.write_text(json.dumps(BASE))
