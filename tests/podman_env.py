@@ -24,12 +24,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.documents.corpus import _reap_children, _unmount_below
-
 IMAGE = "localhost/nvidia-oci-hook-test:latest"
 APPLETS = ("sh", "true", "cat", "echo", "sleep")
 # An error podman prints for a hooks.d file or directory its loader refuses (libpod setupOCIHooks).
 HOOKS_SETUP_ERROR = "Error: setting up OCI Hooks: "
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned descendants (the conmon that podman leaves behind) so that reap_children can wait for them."""
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def unmount_below(directory: Path) -> None:
+    prefix = str(directory.resolve()) + "/"
+    with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
+        points = [line.split()[4] for line in mountinfo]
+    for point in reversed(points):
+        if (point + "/").startswith(prefix):
+            subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
+
+
+def reap_children(deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.05)
 
 
 class PodmanUnavailable(RuntimeError):
@@ -103,7 +125,7 @@ class PodmanEnv:
     def close(self) -> None:
         self.run("rm", "--all", "--force")
         self.run("system", "reset", "--force")
-        _unmount_below(self.directory)
+        unmount_below(self.directory)
 
 
 def run_hooks_cases(cases: list[dict[str, Any]], directory: Path) -> list[dict[str, Any]]:
@@ -159,13 +181,13 @@ def main(argv: list[str]) -> int:
     if len(argv) != 4 or argv[1] != "hooks":
         print(f"usage: {argv[0]} hooks CASES.json RESULTS.json", file=sys.stderr)
         return 2
-    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: conmon is reaped here
+    become_subreaper()
     cases = json.loads(Path(argv[2]).read_text())
     with tempfile.TemporaryDirectory(prefix="podman-env-") as directory:
         try:
             results = run_hooks_cases(cases, Path(directory))
         finally:
-            _reap_children(deadline=time.monotonic() + 10)
+            reap_children(deadline=time.monotonic() + 10)
     Path(argv[3]).write_text(json.dumps(results))
     return 0
 

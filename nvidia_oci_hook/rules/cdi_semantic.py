@@ -26,6 +26,7 @@ from nvidia_oci_hook.model.cdi import (
 from nvidia_oci_hook.model.devices import NVIDIA_GPU_NODE, NVIDIACTL
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.cdi import analysis
+from nvidia_oci_hook.rules.host import stale_root_problem
 
 
 def _spec(value: Any, context: Context) -> Optional[GoStruct]:
@@ -141,19 +142,12 @@ def stale_driver_root(value: Any, context: Context) -> Iterator[Problem]:
     markers under `/run/nvidia/validations` and restart the toolkit and device-plugin pods.
     """
     spec = _spec(value, context)
-    if spec is None or context.host is None:
+    if spec is None:
         return
     for pointer, path, consequence in _stale_paths(spec):
-        if not path.startswith("/"):
-            continue
-        rewrite = rewrite_for_existing_root(context.host, context.driver_roots, path)
-        if rewrite is not None:
-            yield Problem(
-                pointer,
-                f"{path} does not exist under driver root {rewrite.missing_root}, but exists under "
-                f"{rewrite.existing_root}: {consequence}",
-                f"use {rewrite.rewritten}",
-            )
+        problem = stale_root_problem(context, pointer, path, path, consequence) if path.startswith("/") else None
+        if problem is not None:
+            yield problem
 
 
 @rule("CDI103", "host-node-mismatch", Severity.ERROR, [CDI], needs_host=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import rewrite_for_existing_root
@@ -12,6 +12,23 @@ from nvidia_oci_hook.model.document import OCI_CONFIG
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.devices import config, devices
 from nvidia_oci_hook.rules.hooks import hooks
+
+
+def stale_root_problem(
+    context: Context, pointer: str, subject: str, path: str, consequence: str = ""
+) -> Optional[Problem]:
+    """The finding for a host path under a driver root that lacks it while another root has it, if it is one."""
+    if context.host is None:
+        return None
+    rewrite = rewrite_for_existing_root(context.host, context.driver_roots, path)
+    if rewrite is None:
+        return None
+    return Problem(
+        pointer,
+        f"{subject} does not exist under driver root {rewrite.missing_root}, but exists under "
+        f"{rewrite.existing_root}" + (f": {consequence}" if consequence else ""),
+        f"use {rewrite.rewritten}",
+    )
 
 
 def _host_paths(value: Any, context: Context) -> Iterator[tuple[str, str, str]]:
@@ -52,17 +69,10 @@ def stale_driver_root(value: Any, context: Context) -> Iterator[Problem]:
     Regenerate the spec for the driver root that exists (for the GPU Operator: delete the stale files in
     `/run/nvidia/validations` and restart the device plugin); `nvidia-oci-hook reconcile` rewrites the paths.
     """
-    if context.host is None:
-        return
     for pointer, what, path in _host_paths(value, context):
-        rewrite = rewrite_for_existing_root(context.host, context.driver_roots, path)
-        if rewrite is not None:
-            yield Problem(
-                pointer,
-                f"{what} does not exist under driver root {rewrite.missing_root}, "
-                f"but exists under {rewrite.existing_root}",
-                f"use {rewrite.rewritten}",
-            )
+        problem = stale_root_problem(context, pointer, what, path)
+        if problem is not None:
+            yield problem
 
 
 @rule("HOST002", "privileged-device-collision", Severity.ERROR, [OCI_CONFIG], needs_host=True)

@@ -124,7 +124,6 @@ def _ctr_spec() -> Any:
     return json.loads(_run([_need("ctr"), "oci", "spec"]).stdout)
 
 
-_BUSYBOX_APPLETS = ("sh", "true", "sleep", "cat", "ls", "echo")
 
 
 # podman create options for the two containers whose config.json is kept. The plain one is a base document.
@@ -151,88 +150,41 @@ def _podman_specs() -> dict[str, Any]:
     if os.geteuid() != 0:
         raise CorpusError("generating podman's specs needs root (podman init mounts the container's storage)")
     with tempfile.TemporaryDirectory(prefix="oci-corpus-podman-") as directory:
-        _run([sys.executable, str(Path(__file__).resolve()), "podman-spec", directory], timeout=180)
+        _run(
+            [sys.executable, "-m", "tests.documents.corpus", "podman-spec", directory],
+            timeout=180,
+            cwd=Path(__file__).resolve().parents[2],
+        )
         return {name: json.loads((Path(directory) / f"{name}.json").read_text("utf-8")) for name in PODMAN_CONTAINERS}
 
 
 def _generate_podman_specs(directory: Path) -> None:
-    """Import a busybox image, create and init containers, keep their config.json; then undo everything.
+    """Create and init the PODMAN_CONTAINERS in a throw-away podman and copy their config.json files out.
 
     Runs in a child subreaper process, so the conmon that `podman init` leaves behind is reaped here.
     """
-    import ctypes
+    from tests.podman_env import IMAGE, PodmanEnv, become_subreaper, reap_children
 
-    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    rootfs = directory / "rootfs"
-    (rootfs / "bin").mkdir(parents=True)
-    busybox = Path("/bin/busybox")
-    if not busybox.is_file():
-        busybox = Path(_need("busybox"))
-    shutil.copy2(busybox, rootfs / "bin" / "busybox")
-    for applet in _BUSYBOX_APPLETS:
-        (rootfs / "bin" / applet).symlink_to("busybox")
-    (directory / "containers.conf").write_text(
-        "[containers]\n"
-        'netns = "none"\n'
-        'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
-        "[engine]\n"
-        'cgroup_manager = "cgroupfs"\n'
-        'events_logger = "file"\n'
-        f'events_logfile_path = "{directory}/events.log"\n'
-        'runtime = "runc"\n'
-        f'hooks_dir = ["{directory}/hooks.d"]\n'
-        f'tmp_dir = "{directory}/tmp"\n'
-        f'volume_path = "{directory}/volumes"\n'
-        "[network]\n"
-        f'network_config_dir = "{directory}/net"\n'
-    )
-    (directory / "hooks.d").mkdir()
-    (directory / "storage.conf").write_text(
-        f'[storage]\ndriver = "overlay"\nrunroot = "{directory}/runroot"\ngraphroot = "{directory}/graphroot"\n'
-    )
-    env = dict(
-        os.environ,
-        CONTAINERS_CONF=str(directory / "containers.conf"),
-        CONTAINERS_STORAGE_CONF=str(directory / "storage.conf"),
-    )
-    podman = _need("podman")
-    image = "localhost/oci-corpus:latest"
+    become_subreaper()
+    podman = PodmanEnv(directory)
 
-    def podman_run(*args: str) -> str:
-        return _run([podman, *args], env=env).stdout
+    def run(*args: str) -> str:
+        result = podman.run(*args, timeout=120)
+        if result.returncode != 0:
+            raise CorpusError(f"podman {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+        return result.stdout
 
     try:
-        _run(["tar", "-C", str(rootfs), "-cf", str(directory / "rootfs.tar"), "."])
-        podman_run("import", "--change", 'CMD ["/bin/sh"]', str(directory / "rootfs.tar"), image)
+        podman.import_busybox()
         for name, options in PODMAN_CONTAINERS.items():
-            podman_run("create", "--pull=never", "--name", f"{name}-{os.getpid()}", *options, image, "/bin/true")
-            podman_run("init", f"{name}-{os.getpid()}")
-            config = podman_run("inspect", "--format", "{{.OCIConfigPath}}", f"{name}-{os.getpid()}").strip()
+            container = f"{name}-{os.getpid()}"
+            run("create", "--pull=never", "--name", container, *options, IMAGE, "/bin/true")
+            run("init", container)
+            config = run("inspect", "--format", "{{.OCIConfigPath}}", container).strip()
             shutil.copyfile(config, directory / f"{name}.json")
     finally:
-        subprocess.run([podman, "rm", "--all", "--force"], env=env, capture_output=True, timeout=60, check=False)
-        subprocess.run([podman, "system", "reset", "--force"], env=env, capture_output=True, timeout=60, check=False)
-        _unmount_below(directory)
-        _reap_children(deadline=time.monotonic() + 10)
-
-
-def _unmount_below(directory: Path) -> None:
-    prefix = str(directory.resolve()) + "/"
-    with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
-        points = [line.split()[4] for line in mountinfo]
-    for point in reversed(points):
-        if (point + "/").startswith(prefix):
-            subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
-
-
-def _reap_children(deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(0.05)
+        podman.close()
+        reap_children(deadline=time.monotonic() + 10)
 
 
 _STATE_BASES: dict[str, dict[str, Any]] = {
