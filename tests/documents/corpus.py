@@ -124,8 +124,6 @@ def _ctr_spec() -> Any:
     return json.loads(_run([_need("ctr"), "oci", "spec"]).stdout)
 
 
-
-
 # podman create options for the two containers whose config.json is kept. The plain one is a base document.
 # The second adds a host device: podman then writes the node's whole st_mode as fileMode (0o20666 = 8630 for
 # /dev/null, file type bits included), which the upstream schema refuses (maximum 512) and runc accepts.
