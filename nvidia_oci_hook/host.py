@@ -48,6 +48,8 @@ def _identity(info: os.stat_result) -> DeviceIdentity:
         return DeviceIdentity("directory")
     if stat.S_ISREG(mode):
         return DeviceIdentity("file")
+    if stat.S_ISLNK(mode):
+        return DeviceIdentity("symbolic link")
     return DeviceIdentity("other")
 
 
@@ -113,6 +115,20 @@ class HostView:
     def identity(self, path: str) -> Optional[DeviceIdentity]:
         info = self.stat(path)
         return None if info is None else _identity(info)
+
+    def link_identity(self, path: str) -> Optional[DeviceIdentity]:
+        """What path itself is, a symbolic link not followed (lstat): how the CDI library and cri-o look at
+        device nodes."""
+        if not path.startswith("/"):
+            return None
+        path = posixpath.normpath(path)
+        parent = self._real(posixpath.dirname(path))
+        if parent is None:
+            return None
+        try:
+            return _identity(os.lstat(os.path.join(parent, posixpath.basename(path))))
+        except (OSError, ValueError):
+            return None
 
     def real_path(self, path: str) -> Optional[str]:
         """Where host path lives on this machine's filesystem (links resolved inside the root), if it exists."""

@@ -75,7 +75,8 @@ def device_node_missing(value: Any, context: Context) -> Iterator[Problem]:
     for block in edit_blocks(spec):
         for pointer, node in entries(block, "deviceNodes"):
             host_path = node_host_path(node)
-            if fully_specified(node) or not host_path.startswith("/") or context.host.exists(host_path):
+            # The library lstats the node: a dangling link is "not a device node" (CDI103), not missing.
+            if fully_specified(node) or not host_path.startswith("/") or context.host.link_identity(host_path):
                 continue
             if rewrite_for_existing_root(context.host, context.driver_roots, host_path) is not None:
                 continue
@@ -179,7 +180,7 @@ def host_node_mismatch(value: Any, context: Context) -> Iterator[Problem]:
             host_path = node_host_path(node)
             if fully_specified(node) or not host_path.startswith("/"):
                 continue
-            identity = context.host.identity(host_path)
+            identity = context.host.link_identity(host_path)
             if identity is None:
                 continue
             node_type = node.text("type")

@@ -1225,7 +1225,7 @@ def additional_device_not_on_host(value: Any, context: Context) -> Iterator[Prob
         if parsed is None or error is not None:
             continue
         source = parsed[0]
-        identity = host.identity(source) if source.startswith("/") else None
+        identity = host.link_identity(source) if source.startswith("/") else None
         if identity is not None and identity.type in ("c", "b", "p"):
             continue
         reason = f"lstat {source}: no such file or directory" if identity is None else "not a device node"

@@ -46,3 +46,17 @@ def test_rewrite_towards_the_driver_container(fake_host: FakeHost) -> None:
     fake_host.file("/run/nvidia/driver/usr/bin/nvidia-smi")
     rewrite = rewrite_for_existing_root(HostView(str(fake_host.root)), ROOTS, "/usr/bin/nvidia-smi")
     assert rewrite is not None and rewrite.rewritten == "/run/nvidia/driver/usr/bin/nvidia-smi"
+
+
+def test_link_identity_does_not_follow_the_last_link(fake_host: FakeHost, as_root: None) -> None:
+    fake_host.device("/run/nvidia/driver/dev/nvidia0", "c", 195, 0).directory("/dev")
+    fake_host.symlink("/dev/nvidia0", "/run/nvidia/driver/dev/nvidia0").symlink("/dev/gone", "/nowhere")
+    fake_host.symlink("/devices", "/run/nvidia/driver/dev")
+    view = HostView(str(fake_host.root))
+    assert view.identity("/dev/nvidia0") == view.link_identity("/run/nvidia/driver/dev/nvidia0")
+    assert view.link_identity("/dev/nvidia0").type == "symbolic link"  # type: ignore[union-attr]
+    assert view.link_identity("/dev/gone").type == "symbolic link"  # type: ignore[union-attr]
+    assert view.identity("/dev/gone") is None
+    # Links above the last component are followed, as lstat does.
+    assert view.link_identity("/devices/nvidia0").type == "c"  # type: ignore[union-attr]
+    assert view.link_identity("/missing/nvidia0") is None
