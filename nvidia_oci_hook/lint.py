@@ -10,7 +10,7 @@ from typing import Callable
 from nvidia_oci_hook import io
 from nvidia_oci_hook.findings import Finding, Problem
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
-from nvidia_oci_hook.model.collection import Collection, directory_kind_for
+from nvidia_oci_hook.model.collection import Collection, DirectoryKind, directory_kind_for
 from nvidia_oci_hook.model.document import AUTO, OCI_CONFIG, Document, LoadProblem, Location, parse_document
 from nvidia_oci_hook.model.schema import schema_problems
 from nvidia_oci_hook.rules.base import Context, Rule, all_rules, selected
@@ -160,13 +160,18 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
         node = discover_node(host or HostView(options.host_root), loader)
         looked_at = looked_at_in(node)
         lint_collection(node, rules, context_for, results)
+    # Directories of one kind are read together, in the order given, as the engine reads its list of them
+    # (later CDI spec directories win, a hooks file masks its namesake in an earlier directory).
+    directories: dict[str, tuple[DirectoryKind, list[str]]] = {}
     for path in paths:
         if path != "-" and os.path.isdir(path):
             directory_kind = directory_kind_for(path, None if options.kind == AUTO else options.kind)
             if directory_kind is None:
                 raise io.ReadError(f"{path}: is a directory holding no documents of a kind this tool reads")
-            lint_collection(directory_kind.read([path], loader), rules, context_for, results)
+            directories.setdefault(directory_kind.name, (directory_kind, []))[1].append(path)
             continue
         document = load_file(path, options.kind, options)
         results.add(document.path, document.kind, lint_document(document, rules, context_for()))
+    for directory_kind, group in directories.values():
+        lint_collection(directory_kind.read(group, loader), rules, context_for, results)
     return LintRun(results.sorted(), looked_at)
