@@ -24,11 +24,11 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from typing import Any, Optional, Union
 
-from nvidia_oci_hook.model.document import Kind, register_kind
+from nvidia_oci_hook.model.document import Document, Kind, register_kind
 from nvidia_oci_hook.model.jsontext import pointer_join
 
 CONTAINERD = "containerd"
@@ -932,4 +932,43 @@ def is_containerd_config(path: str, value: Any) -> bool:
     return parts[-1] == "config.toml" and "containerd" in parts[:-1]
 
 
-register_kind(Kind(CONTAINERD, "containerd config.toml", ("toml",), is_containerd_config, order=30))
+# The load problem for bytes that are not UTF-8 outside any key or value (a comment): containerd 2.x refuses
+# the file there too, and no check of the parsed value can see it.
+NOT_UTF8 = "CTD006"
+
+
+def _holds_replacement(value: Any) -> bool:
+    """Whether a key or string anywhere in value holds U+FFFD, the loader's stand-in for a bad byte."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, str):
+            if "\ufffd" in node:
+                return True
+        elif isinstance(node, dict):
+            pending.extend(node.keys())
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return False
+
+
+def refine_containerd(document: Document) -> Document:
+    if document.parsed and not _holds_replacement(document.value):
+        document.load_problems = [
+            replace(
+                problem,
+                code=NOT_UTF8,
+                message=f"{problem.message}, in a comment: containerd 2.x refuses to load the file "
+                "(`toml: invalid UTF-8 character in comment`); 1.6 and 1.7 read it",
+            )
+            if problem.code == "DOC002"
+            else problem
+            for problem in document.load_problems
+        ]
+    return document
+
+
+register_kind(
+    Kind(CONTAINERD, "containerd config.toml", ("toml",), is_containerd_config, order=30, refine=refine_containerd)
+)

@@ -475,8 +475,8 @@ def not_utf8_for_containerd_2(value: Any, context: Context) -> Iterator[Problem]
 
     ## What it checks
     Keys and string values that the loader had to repair because their bytes are not UTF-8 (it reads each bad
-    byte as U+FFFD; DOC002 gives the byte's position). This check sees only keys and values: bad bytes in a
-    comment are reported by DOC002 alone.
+    byte as U+FFFD; DOC002 gives the byte's position), and bad bytes outside any key or value (a comment),
+    which this code then reports at the byte's position.
 
     ## Why it matters
     containerd 2.x (go-toml v2) refuses the file: `failed to unmarshal TOML at row 2 column 22: toml: invalid

@@ -6,8 +6,7 @@ without starting anything. For each binary (Debian 12's 1.6, 1.7 from trixie, 2.
 - every file a release refuses has an error from lint --schema-only, unless the file's config version is not
   for that release (version 3 on 1.x), in which case lint must say so (CTD106);
 - every file that all the releases its version is for load has no error from lint --schema-only (one documented
-  exception, checked against the daemon in test_daemon.py); one refusal (bytes that are not UTF-8 in a comment)
-  is reported by the shared DOC002 warning only, which the test holds to;
+  exception, checked against the daemon in test_daemon.py);
 - the default config each release prints (`containerd config default`) has no error or warning;
 - containerd 2.x's "Ignoring unknown key" warnings on version 3 files are exactly the keys this tool's model
   says containerd 2.1 ignores.
@@ -37,10 +36,6 @@ ENTRIES = entries()
 # (test_daemon.py checks that): lint reports it (CTD002) although every `config dump` loads the file.
 LOADED_BUT_REFUSED_BY_THE_DAEMON = {"bad/version-negative.toml"}
 VERSION_FINDINGS = {"CTD104", "CTD105", "CTD106"}
-# Refused by containerd 2.x, reported, but not by a --schema-only rule: bytes that are not UTF-8 in a comment.
-# The loader reports them as DOC002, a warning outside --schema-only for every kind (a shared rule), and a
-# containerd rule sees the parsed value only, without the comments. (CTD006 covers keys and values.)
-REFUSED_BUT_NOT_SCHEMA_LEVEL = {"bad/v2-not-utf8-comment.toml": "DOC002"}
 
 
 def _value(entry: Entry) -> Any:
@@ -97,10 +92,6 @@ def test_every_file_a_release_refuses_is_an_error_for_lint(
                 if not codes & VERSION_FINDINGS:
                     why = describe(binary, entry.path, result)
                     missed.append(f"{entry.id}: not for {binary}, and lint does not say so; {why}")
-            elif entry.id in REFUSED_BUT_NOT_SCHEMA_LEVEL:
-                code = REFUSED_BUT_NOT_SCHEMA_LEVEL[entry.id]
-                assert code in {f.code for f in lint_file(entry.path)}, f"{entry.id}: {code} is not reported"
-                assert not schema_errors[entry.id], f"{entry.id} is no exception now"
             elif not schema_errors[entry.id]:
                 missed.append(f"{entry.id}: no schema-level error, but {describe(binary, entry.path, result)}")
     assert not missed, "\n".join(missed)
