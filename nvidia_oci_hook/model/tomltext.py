@@ -64,7 +64,11 @@ class LineLocator(PositionMap):
             header = _HEADER.match(line)
             if header and header.group(1) == header.group(3)[::-1].replace("]", "["):
                 table = split_key(header.group(2))
-                pointer = "".join(pointer_join("", part) for part in table)
+                pointer = ""
+                for part in table:
+                    # A header also defines the tables above it ([a.b.c] makes a and a.b): they sit here too.
+                    pointer = pointer_join(pointer, part)
+                    self.positions.setdefault(pointer, (number, line.index("[") + 1))
                 if header.group(1) == "[[":
                     index = array_counts.get(pointer, 0)
                     array_counts[pointer] = index + 1

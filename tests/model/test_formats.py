@@ -34,6 +34,8 @@ dotted.key = 1
     ("pointer", "line"),
     [
         ("/crio/runtime", 2),
+        ("/crio", 2),  # implied by the first header that names it
+        ("/plugins", 16),
         ("/crio/runtime/default_runtime", 3),
         ("/crio/runtime/hooks_dir", 4),
         ("/crio/runtime/hooks_dir/1", 4),
