@@ -179,8 +179,9 @@ def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
     chosen = forced
     if chosen is None:
         candidates = [k for k in kinds() if format_name in k.formats]
-        if parsed.ok:
-            chosen = detect(path, parsed.value, candidates)
+        # A file that does not parse can still be named like its kind (crio.conf, a crio.conf.d drop-in), and
+        # its kind's reader may accept what Python's parser refused.
+        chosen = detect(path, parsed.value if parsed.ok else None, candidates)
         if chosen is None:
             chosen = candidates[-1] if candidates else get_kind(OCI_CONFIG)
     document = Document(
