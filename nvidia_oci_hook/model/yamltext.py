@@ -8,6 +8,42 @@ from nvidia_oci_hook.model.document import LoadProblem, Parsed, decode_utf8, reg
 from nvidia_oci_hook.model.jsontext import pointer_join
 from nvidia_oci_hook.model.positions import PositionMap
 
+# Far beyond any real spec (a CDI spec for 64 GPUs has a few thousand nodes); an alias bomb goes past it early.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def _expanded_size(root: Any) -> int:
+    """How many nodes the document has once every alias is expanded, counted without expanding anything.
+
+    Aliased nodes are shared in the composed graph, so each is sized once. -1 when a node contains itself.
+    """
+    import yaml
+
+    limit = MAX_EXPANDED_NODES + 1
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = min(limit, 1 + sum(sizes[id(child)] for child in children))
+            continue
+        if any(id(child) in open_nodes for child in children):
+            return -1  # an alias to an enclosing node
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(root)]
+
 
 def _scalar_key(node: Any) -> str:
     return str(node.value) if hasattr(node, "value") and isinstance(node.value, str) else repr(node)
@@ -68,6 +104,17 @@ def parse_yaml(raw: bytes) -> Parsed:
         return Parsed(text, None, False, problems, empty)
     except RecursionError:
         problems.append(LoadProblem("DOC003", "YAML nested deeper than this tool parses"))
+        return Parsed(text, None, False, problems, empty)
+    size = _expanded_size(root) if root is not None else 0
+    if size > MAX_EXPANDED_NODES or size < 0:
+        reason = (
+            "an alias refers to a node that contains it; goyaml (the CDI library's parser) refuses it with "
+            "`anchor ... value contains itself`"
+            if size < 0
+            else f"YAML aliases expand this document to more than {MAX_EXPANDED_NODES:,} nodes; goyaml (the CDI "
+            "library's parser) refuses it with `yaml: document contains excessive aliasing`"
+        )
+        problems.append(LoadProblem("DOC006", reason, line=1, column=1))
         return Parsed(text, None, False, problems, empty)
     positions, duplicates = _walk(root) if root is not None else ({}, [])
     for pointer, line, column in duplicates:

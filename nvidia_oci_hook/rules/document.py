@@ -129,6 +129,33 @@ register(
 )
 
 register(
+    "DOC006",
+    "excessive-aliasing",
+    Severity.ERROR,
+    [ANY_KIND],
+    schema_level=True,
+    doc="""YAML aliases make the document explode in size.
+
+    ## What it checks
+    That a YAML document (a CDI spec) expands to at most a million nodes once its anchors and aliases are
+    resolved, and that no alias refers to a node that contains it.
+
+    ## Why it matters
+    A few lines of nested aliases (a "billion laughs" document) expand to billions of nodes. goyaml, which the
+    CDI library uses, refuses such a document (`yaml: document contains excessive aliasing`, or `anchor 'a'
+    value contains itself` for an alias inside its own anchor), so the spec never loads; anything that expands
+    it in full runs out of memory.
+
+    ## Example
+    `a: &a [x, x, x, x, x, x, x, x, x]`, then `b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]`, and so on for nine
+    levels.
+
+    ## Fix
+    Write the spec without aliases; generated CDI specs never use them.
+    """,
+)
+
+register(
     "SCH001",
     "schema-violation",
     Severity.ERROR,

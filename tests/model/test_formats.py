@@ -80,3 +80,32 @@ def test_format_from_name_and_content() -> None:
     assert parse_document("/etc/crio/crio.conf.d/10-nvidia", b"[crio.runtime]\nx = 1\n").format == "toml"
     assert parse_document("/etc/crio/crio.conf.d/10-nvidia", b"# comment\nx = 1\n").format == "toml"
     assert parse_document("config", b'[{"a": 1}]').format == "json"
+
+
+def alias_bomb(levels: int = 9) -> bytes:
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels):
+        lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * 9) + "]")
+    return ("\n".join(lines) + "\ncdiVersion: 0.5.0\n").encode()
+
+
+def test_alias_bomb_is_refused_without_expanding_it() -> None:
+    import time
+
+    start = time.monotonic()
+    parsed = parse_yaml(alias_bomb())
+    assert time.monotonic() - start < 5
+    (problem,) = parsed.problems
+    assert not parsed.ok and problem.code == "DOC006" and "excessive aliasing" in problem.message
+
+
+def test_self_referencing_alias_is_refused() -> None:
+    parsed = parse_yaml(b"cdiVersion: 0.5.0\nx: &a [1, *a]\n")
+    (problem,) = parsed.problems
+    assert not parsed.ok and problem.code == "DOC006" and "contains itself" in problem.message
+
+
+def test_modest_aliases_are_fine() -> None:
+    parsed = parse_yaml(alias_bomb(levels=3))
+    assert parsed.ok and parsed.problems == []
+    assert len(parsed.value["l2"]) == 9
