@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from dataclasses import dataclass
-from typing import Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _MAX_LINKS = 40  # the kernel's own limit on links followed in one lookup
 
@@ -19,13 +21,26 @@ _MAX_LINKS = 40  # the kernel's own limit on links followed in one lookup
 DEFAULT_DRIVER_ROOTS = ("/", "/run/nvidia/driver")
 
 
-@dataclass(frozen=True)
 class DeviceIdentity:
     """What a path is on the host: a device node's type and numbers, or another kind of file."""
 
-    type: str  # "c", "b", "p" (FIFO), or "file", "directory", "other"
-    major: int = 0
-    minor: int = 0
+    __slots__ = ("major", "minor", "type")
+
+    def __init__(self, type: str, major: int = 0, minor: int = 0) -> None:
+        self.type = type  # "c", "b", "p" (FIFO), or "file", "directory", "symbolic link", "other"
+        self.major = major
+        self.minor = minor
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeviceIdentity):
+            return NotImplemented
+        return (self.type, self.major, self.minor) == (other.type, other.major, other.minor)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.major, self.minor))
+
+    def __repr__(self) -> str:
+        return f"DeviceIdentity({self.type!r}, {self.major}, {self.minor})"
 
     @property
     def is_device(self) -> bool:
@@ -119,6 +134,11 @@ class HostView:
     def link_identity(self, path: str) -> Optional[DeviceIdentity]:
         """What path itself is, a symbolic link not followed (lstat): how the CDI library and cri-o look at
         device nodes."""
+        info = self.lstat(path)
+        return None if info is None else _identity(info)
+
+    def lstat(self, path: str) -> Optional[os.stat_result]:
+        """path itself, a final symbolic link not followed: how the CDI library looks at a device node."""
         if not path.startswith("/"):
             return None
         path = posixpath.normpath(path)
@@ -126,9 +146,13 @@ class HostView:
         if parent is None:
             return None
         try:
-            return _identity(os.lstat(os.path.join(parent, posixpath.basename(path))))
+            return os.lstat(os.path.join(parent, posixpath.basename(path)))
         except (OSError, ValueError):
             return None
+
+    def is_file(self, path: str) -> bool:
+        info = self.stat(path)
+        return info is not None and stat.S_ISREG(info.st_mode)
 
     def real_path(self, path: str) -> Optional[str]:
         """Where host path lives on this machine's filesystem (links resolved inside the root), if it exists."""
@@ -181,12 +205,14 @@ def owning_root(roots: tuple[str, ...], path: str) -> tuple[str, str]:
     return best
 
 
-@dataclass(frozen=True)
 class RootRewrite:
-    path: str
-    missing_root: str
-    existing_root: str
-    rewritten: str
+    __slots__ = ("existing_root", "missing_root", "path", "rewritten")
+
+    def __init__(self, path: str, missing_root: str, existing_root: str, rewritten: str) -> None:
+        self.path = path
+        self.missing_root = missing_root
+        self.existing_root = existing_root
+        self.rewritten = rewritten
 
 
 def rewrite_for_existing_root(host: HostView, roots: tuple[str, ...], path: str) -> Optional[RootRewrite]:

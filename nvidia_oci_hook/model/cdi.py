@@ -29,9 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from nvidia_oci_hook.io import ReadError
+from nvidia_oci_hook.model.cdinames import cache_winners
 from nvidia_oci_hook.model.collection import Collection, DirectoryKind, Loader, Skipped, register_directory_kind
 from nvidia_oci_hook.model.document import Document, Kind, LoadProblem, Parsed, register_kind
 from nvidia_oci_hook.model.jsontext import pointer_join
+from nvidia_oci_hook.model.leanyaml import _BASE_DIGITS as _BASE_DIGITS
+from nvidia_oci_hook.model.leanyaml import _GO_RESOLVE as _GO_RESOLVE
+from nvidia_oci_hook.model.leanyaml import INT64_MAX as INT64_MAX
+from nvidia_oci_hook.model.leanyaml import INT64_MIN as INT64_MIN
+from nvidia_oci_hook.model.leanyaml import UINT64_MAX as UINT64_MAX
+from nvidia_oci_hook.model.leanyaml import _go_parse_int as _go_parse_int
+from nvidia_oci_hook.model.leanyaml import go_resolve_plain as go_resolve_plain
 
 CDI = "cdi"
 CDI_DIRS = "cdi-dirs"
@@ -231,103 +239,9 @@ def parse_qualifier(kind: str) -> tuple[str, str]:
     return vendor, cls
 
 
-def _part_error(part: str, what: str, extra: str) -> Optional[str]:
-    """Why the library refuses one part of a qualified name, in this tool's words (GPU005), or None."""
-    if not part:
-        return f"empty {what}"
-    first_ok = part[0].isascii() and (part[0].isalpha() or (what == "device name" and part[0].isdigit()))
-    if not first_ok:
-        return f"{what} {part!r} must start with a letter" + (" or digit" if what == "device name" else "")
-    if len(part) == 1 and what != "device name":
-        # The library slices name[1:len-1], which panics for a single character.
-        return f"{what} {part!r} is a single character, which the CDI library cannot parse"
-    for char in part[1:-1]:
-        if not (char.isascii() and (char.isalnum() or char in extra)):
-            return f"invalid character {char!r} in {what} {part!r}"
-    if not (part[-1].isascii() and part[-1].isalnum()):
-        return f"{what} {part!r} must end with a letter or digit"
-    return None
-
-
-def cdi_name_error(name: str) -> Optional[str]:
-    """Why name is not a qualified CDI device name (vendor/class=name), or None (pkg/parser ParseQualifiedName)."""
-    qualifier, equals, device = name.partition("=")
-    vendor, slash, cls = qualifier.partition("/")
-    if name.startswith("/") or not equals or not qualifier or not device or not slash or not vendor or not cls:
-        return f"{name!r} is not a qualified CDI device name (vendor/class=name)"
-    return (
-        _part_error(vendor, "vendor", "_-.")
-        or _part_error(cls, "class", "_-.")
-        or _part_error(device, "device name", "_-.:")
-    )
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Reading as goyaml.v2 does
-
-
-_PLAIN_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
-_GO_RESOLVE: dict[str, Any] = {}
-for _words, _value in (
-    (("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
-    (("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
-    (("", "~", "null", "Null", "NULL"), None),
-    ((".nan", ".NaN", ".NAN"), math.nan),
-    ((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
-    (("-.inf", "-.Inf", "-.INF"), -math.inf),
-):
-    for _word in _words:
-        _GO_RESOLVE[_word] = _value
-
-INT64_MIN, INT64_MAX, UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
-_BASE_DIGITS = {2: "01", 8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
-
-
-def _go_parse_int(text: str, signed: bool) -> Optional[int]:
-    """strconv.ParseInt / ParseUint with base 0 and 64 bits; None where Go returns an error."""
-    body, negative = text, False
-    if signed and body[:1] in ("+", "-"):
-        negative, body = body[0] == "-", body[1:]
-    if not body:
-        return None
-    prefix = body[:2].lower()
-    if prefix in ("0x", "0o", "0b"):
-        base, digits = {"0x": 16, "0o": 8, "0b": 2}[prefix], body[2:]
-    elif body[0] == "0" and len(body) > 1:
-        base, digits = 8, body[1:]
-    else:
-        base, digits = 10, body
-    if not digits or any(char not in _BASE_DIGITS[base] for char in digits):
-        return None
-    number = -int(digits, base) if negative else int(digits, base)
-    if signed and not INT64_MIN <= number <= INT64_MAX:
-        return None
-    if not signed and number > UINT64_MAX:
-        return None
-    return number
-
-
-def go_resolve_plain(text: str) -> Any:
-    """What goyaml.v2 makes of a plain (unquoted) scalar: bool, None, int, float or the string itself."""
-    if text in _GO_RESOLVE:
-        return _GO_RESOLVE[text]
-    first = text[:1]
-    if first == ".":
-        if _PLAIN_FLOAT.match(text):
-            return float(text)
-        return text
-    if first and first in "+-0123456789":
-        plain = text.replace("_", "")
-        number = _go_parse_int(plain, signed=True)
-        if number is None:
-            number = _go_parse_int(plain, signed=False)
-        if number is not None:
-            return number
-        if _PLAIN_FLOAT.match(plain):
-            value = float(plain)
-            if not math.isinf(value):
-                return value
-    return text
+# (its typing of plain scalars, go_resolve_plain, lives in leanyaml, cheap for the runtime-facing code to import)
 
 
 def _go_yaml_loader(fast: bool) -> Any:
@@ -1566,14 +1480,5 @@ def definitions(collection: SpecCollection) -> list[Definition]:
 
 
 def cache_devices(collection: SpecCollection) -> dict[str, Definition]:
-    """The devices the CDI cache resolves (Cache.refresh): a later directory's definition replaces an earlier
-    one; two definitions in one directory conflict, and a conflicting name is dropped altogether."""
-    devices: dict[str, Definition] = {}
-    conflicts: set[str] = set()
-    for definition in definitions(collection):
-        other = devices.get(definition.name)
-        if other is not None and other.priority == definition.priority:
-            conflicts.add(definition.name)
-            continue
-        devices[definition.name] = definition
-    return {name: definition for name, definition in devices.items() if name not in conflicts}
+    """The devices the CDI cache resolves (Cache.refresh)."""
+    return cache_winners((d.name, d.priority, d) for d in definitions(collection))

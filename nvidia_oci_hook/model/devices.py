@@ -1,13 +1,16 @@
-"""Facts about Linux device nodes that rules and transforms share: defaults, NVIDIA names, cgroup rules."""
+"""Facts about Linux device nodes that rules and transforms share: defaults, NVIDIA names, cgroup rules.
+
+Used on every container start by the runtime-facing modes: standard library only, and none of its costly parts.
+"""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Optional
 
-from nvidia_oci_hook.model.oci import Device, DeviceRule
+    from nvidia_oci_hook.model.oci import Device, DeviceRule
 
 # The nodes every runtime creates in a container's /dev (runtime-spec config-linux.md "Default Devices").
 DEFAULT_DEVICES: dict[str, tuple[str, int, int]] = {
@@ -38,16 +41,29 @@ NVIDIA_MAJOR = 195
 NVIDIACTL = "/dev/nvidiactl"
 NVIDIA_UVM = "/dev/nvidia-uvm"
 NVIDIA_UVM_TOOLS = "/dev/nvidia-uvm-tools"
-NVIDIA_GPU_NODE = re.compile(r"^/dev/nvidia(\d+)$")
 
 
-@dataclass(frozen=True)
+def _number_after(path: str, prefix: str, max_digits: int) -> Optional[int]:
+    digits = path[len(prefix) :] if path.startswith(prefix) else ""
+    if 0 < len(digits) <= max_digits and digits.isdigit() and digits.isascii():
+        return int(digits)
+    return None
+
+
+def gpu_index(path: str) -> Optional[int]:
+    """N for a GPU node /dev/nvidiaN, else None."""
+    return _number_after(path, "/dev/nvidia", 5)
+
+
 class NvidiaNode:
     """What the driver gives a node: the fixed major (None: assigned at module load) and minor."""
 
-    role: str
-    major: Optional[int]
-    minor: int
+    __slots__ = ("major", "minor", "role")
+
+    def __init__(self, role: str, major: Optional[int], minor: int) -> None:
+        self.role = role
+        self.major = major
+        self.minor = minor
 
 
 def nvidia_node(path: str) -> Optional[NvidiaNode]:
@@ -60,12 +76,12 @@ def nvidia_node(path: str) -> Optional[NvidiaNode]:
         return NvidiaNode("UVM node", None, 0)
     if path == NVIDIA_UVM_TOOLS:
         return NvidiaNode("UVM tools node", None, 1)
-    match = NVIDIA_GPU_NODE.match(path)
-    if match and len(match.group(1)) < 6:
-        return NvidiaNode(f"GPU {int(match.group(1))}", NVIDIA_MAJOR, int(match.group(1)))
-    match = re.match(r"^/dev/nvidia-caps/nvidia-cap(\d{1,6})$", path)
-    if match:
-        return NvidiaNode("MIG capability node", None, int(match.group(1)))
+    index = gpu_index(path)
+    if index is not None:
+        return NvidiaNode(f"GPU {index}", NVIDIA_MAJOR, index)
+    capability = _number_after(path, "/dev/nvidia-caps/nvidia-cap", 6)
+    if capability is not None:
+        return NvidiaNode("MIG capability node", None, capability)
     return None
 
 

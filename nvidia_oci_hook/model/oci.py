@@ -2,15 +2,19 @@
 
 Every accessor skips what is not of the expected type: the schema check reports wrong types once, and the
 semantic rules built on these views never see them.
+
+The runtime-facing modes use these views on every container start, so this module imports nothing that costs
+start-up time (no dataclasses, typing or functools at run time).
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, Optional
 
 HOOK_STAGES = ("prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop")
 
@@ -36,14 +40,24 @@ def normalize_path(path: str) -> str:
     return posixpath.normpath(path) if path else path
 
 
-@dataclass(frozen=True)
 class Device:
-    pointer: str
-    path: str
-    type: Optional[str]
-    major: Optional[int]
-    minor: Optional[int]
-    file_mode: Optional[int] = None
+    __slots__ = ("file_mode", "major", "minor", "path", "pointer", "type")
+
+    def __init__(
+        self,
+        pointer: str,
+        path: str,
+        type: Optional[str],
+        major: Optional[int],
+        minor: Optional[int],
+        file_mode: Optional[int] = None,
+    ) -> None:
+        self.pointer = pointer
+        self.path = path
+        self.type = type
+        self.major = major
+        self.minor = minor
+        self.file_mode = file_mode
 
     @property
     def number(self) -> str:
@@ -53,38 +67,48 @@ class Device:
         return (self.type, self.major, self.minor) == (other.type, other.major, other.minor)
 
 
-@dataclass(frozen=True)
 class Mount:
-    pointer: str
-    destination: str
-    source: Optional[str]
-    type: Optional[str]
-    options: tuple[str, ...]
+    __slots__ = ("destination", "options", "pointer", "source", "type")
+
+    def __init__(
+        self, pointer: str, destination: str, source: Optional[str], type: Optional[str], options: tuple[str, ...]
+    ) -> None:
+        self.pointer = pointer
+        self.destination = destination
+        self.source = source
+        self.type = type
+        self.options = options
 
     @property
     def is_bind(self) -> bool:
         return self.type == "bind" or "bind" in self.options or "rbind" in self.options
 
 
-@dataclass(frozen=True)
 class Hook:
-    pointer: str
-    stage: str
-    path: Optional[str]
-    env: Optional[list[str]]
-    timeout: Any
+    __slots__ = ("env", "path", "pointer", "stage", "timeout")
+
+    def __init__(self, pointer: str, stage: str, path: Optional[str], env: Optional[list[str]], timeout: Any) -> None:
+        self.pointer = pointer
+        self.stage = stage
+        self.path = path
+        self.env = env
+        self.timeout = timeout
 
 
-@dataclass(frozen=True)
 class DeviceRule:
     """One linux.resources.devices entry; None for a wildcard field."""
 
-    pointer: str
-    allow: bool
-    type: Optional[str]
-    major: Optional[int]
-    minor: Optional[int]
-    access: str
+    __slots__ = ("access", "allow", "major", "minor", "pointer", "type")
+
+    def __init__(
+        self, pointer: str, allow: bool, type: Optional[str], major: Optional[int], minor: Optional[int], access: str
+    ) -> None:
+        self.pointer = pointer
+        self.allow = allow
+        self.type = type
+        self.major = major
+        self.minor = minor
+        self.access = access
 
     @property
     def is_allow_all(self) -> bool:
@@ -104,6 +128,23 @@ class DeviceRule:
         return self.minor is None or self.minor == minor
 
 
+if TYPE_CHECKING:
+    from functools import cached_property as _computed_once
+else:
+
+    class _computed_once:
+        """functools.cached_property without importing functools: the value replaces the descriptor on first use."""
+
+        def __init__(self, compute):
+            self.compute = compute
+            self.name = compute.__name__
+
+        def __get__(self, instance, owner=None):
+            value = self.compute(instance)
+            instance.__dict__[self.name] = value
+            return value
+
+
 class OCIConfig:
     """Accessors over a config.json value, each computed once; the value itself is never modified."""
 
@@ -112,7 +153,7 @@ class OCIConfig:
         self.linux = _as_dict(self.value.get("linux"))
         self.process = _as_dict(self.value.get("process"))
 
-    @cached_property
+    @_computed_once
     def devices(self) -> list[Device]:
         return list(self._devices())
 
@@ -132,7 +173,7 @@ class OCIConfig:
                 _as_int(entry.get("fileMode")),
             )
 
-    @cached_property
+    @_computed_once
     def mounts(self) -> list[Mount]:
         return list(self._mounts())
 
@@ -152,7 +193,7 @@ class OCIConfig:
                 options,
             )
 
-    @cached_property
+    @_computed_once
     def hooks(self) -> list[Hook]:
         return list(self._hooks())
 
@@ -171,7 +212,7 @@ class OCIConfig:
                     entry.get("timeout"),
                 )
 
-    @cached_property
+    @_computed_once
     def device_rules(self) -> list[DeviceRule]:
         return list(self._device_rules())
 

@@ -23,7 +23,7 @@ from nvidia_oci_hook.model.cdi import (
     node_host_path,
     parse_qualifier,
 )
-from nvidia_oci_hook.model.devices import NVIDIA_GPU_NODE, NVIDIACTL
+from nvidia_oci_hook.model.devices import NVIDIACTL, gpu_index
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.cdi import analysis
 from nvidia_oci_hook.rules.host import stale_root_problem
@@ -353,7 +353,7 @@ def gpu_node_without_nvidiactl(value: Any, context: Context) -> Iterator[Problem
         own = [(pointer, node.text("path")) for pointer, node in entries(block, "deviceNodes")]
         if NVIDIACTL in common or NVIDIACTL in {path for _, path in own}:
             continue
-        gpu = next(((pointer, path) for pointer, path in own if NVIDIA_GPU_NODE.match(path)), None)
+        gpu = next(((pointer, path) for pointer, path in own if gpu_index(path) is not None), None)
         if gpu is not None:
             yield Problem(
                 gpu[0],

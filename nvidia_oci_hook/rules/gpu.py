@@ -6,14 +6,14 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model.cdi import cdi_name_error as cdi_name_error  # re-exported for rules/cri.py
+from nvidia_oci_hook.model.cdinames import cdi_name_error
 from nvidia_oci_hook.model.cri import CRI_CONTAINER
 from nvidia_oci_hook.model.devices import (
-    NVIDIA_GPU_NODE,
     NVIDIA_UVM,
     NVIDIA_UVM_TOOLS,
     NVIDIACTL,
     first_by_path,
+    gpu_index,
     nvidia_node,
 )
 from nvidia_oci_hook.model.document import OCI_CONFIG, OCI_STATE
@@ -46,7 +46,7 @@ def gpu_without_nvidiactl(value: Any, context: Context) -> Iterator[Problem]:
     if NVIDIACTL in by_path:
         return
     for device in by_path.values():
-        if NVIDIA_GPU_NODE.match(device.path):
+        if gpu_index(device.path) is not None:
             yield Problem(
                 device.pointer,
                 f"{device.path} is listed but {NVIDIACTL} is not: CUDA and NVML cannot use the GPU",
