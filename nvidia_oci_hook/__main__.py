@@ -1,3 +1,3 @@
-from nvidia_oci_hook.cli import run
+from nvidia_oci_hook.entry import run
 
 run()

@@ -139,6 +139,7 @@ def lint(
         select=_split_codes(select) if select else settings.select,
         ignore=_split_codes(ignore) if ignore else settings.ignore,
         node=node,
+        settings=settings,
     )
     if not offline and not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
@@ -194,6 +195,105 @@ def explain(code: str) -> None:
         raise Fatal(f"unknown rule code {code!r} (see 'nvidia-oci-hook rules')") from None
     host = ", needs the host" if rule.needs_host else ""
     click.echo(f"{rule.code} {rule.name} ({rule.severity.label}{host})\n\n{rule.summary}\n\n{rule.explanation}")
+
+
+@cli.command()
+@click.argument("config_file", metavar="CONFIG")
+@click.option("--in-place", is_flag=True, help="Rewrite CONFIG (atomically; untouched when nothing changes).")
+@click.option("-o", "--output", metavar="OUT", help="Write the reconciled config to OUT instead of stdout.")
+@click.option("--diff", is_flag=True, help="Print a unified diff of the changes; write nothing.")
+@click.option("--host-root", default="/", show_default=True, metavar="DIR", help="Where the node's / is.")
+@click.option(
+    "--driver-root",
+    "driver_roots",
+    multiple=True,
+    metavar="DIR",
+    help="A driver-root candidate (repeatable) [default: driver_roots in the configuration].",
+)
+@click.pass_context
+def reconcile(
+    ctx: click.Context,
+    config_file: str,
+    in_place: bool,
+    output: Optional[str],
+    diff: bool,
+    host_root: str,
+    driver_roots: tuple[str, ...],
+) -> None:
+    """Reconcile a config.json as the runtime wrapper would, without running anything.
+
+    Prints the reconciled config (or writes it with --in-place / -o, or shows --diff); each edit and each
+    problem left goes to stderr. Exit status: 0 nothing left at error level, 1 errors left, 2 usage or read
+    error.
+    """
+    from nvidia_oci_hook.modes.reconcile import reconcile_file
+
+    if sum((in_place, output is not None, diff)) > 1:
+        raise click.UsageError("--in-place, -o and --diff exclude each other")
+    if in_place and config_file == "-":
+        raise click.UsageError("--in-place needs a file, not standard input")
+    for root in driver_roots:
+        if not root.startswith("/"):
+            raise click.BadParameter(f"{root!r} is not an absolute path", param_hint="--driver-root")
+    if not _is_directory(host_root):
+        raise Fatal(f"--host-root {host_root}: not a directory")
+    settings = _settings(ctx)
+    if driver_roots:
+        settings.driver_roots = driver_roots
+    try:
+        status = reconcile_file(config_file, settings, host_root, in_place=in_place, output=output, diff=diff)
+    except (io.ReadError, ValueError, OSError) as exc:
+        raise Fatal(str(exc)) from None
+    ctx.exit(status)
+
+
+@cli.command("log")
+@click.argument("log_file", metavar="[FILE]", required=False)
+@click.option("--container", metavar="ID", help="Only entries about this container.")
+@click.option("--last", type=click.IntRange(min=1), metavar="N", help="Only the last N entries.")
+@click.pass_context
+def show_log(ctx: click.Context, log_file: Optional[str], container: Optional[str], last: Optional[int]) -> None:
+    """Show what the runtime wrapper and the hooks did: each container's edits and findings, readably.
+
+    FILE defaults to log.file in the configuration (/var/log/nvidia-oci-hook.log).
+    """
+    from nvidia_oci_hook.modes.logbook import format_entries, read_entries
+
+    path = log_file or _settings(ctx).log_file
+    if not path:
+        raise Fatal("no log file: log.file is empty in the configuration; give FILE")
+    try:
+        entries = read_entries(path)
+    except OSError as exc:
+        raise Fatal(f"{path}: cannot read: {exc.strerror}") from None
+    if container:
+        entries = [entry for entry in entries if entry.get("container") == container]
+    if last:
+        entries = entries[-last:]
+    click.echo(format_entries(entries), nl=False)
+
+
+_PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+
+
+@cli.command(context_settings=_PASS_THROUGH, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def runtime(ctx: click.Context, args: tuple[str, ...]) -> None:
+    """Run as runc: reconcile config.json on create, then exec runc or crun (also `nvidia-oci-runtime`)."""
+    from nvidia_oci_hook.modes import runtime as mode
+
+    ctx.exit(mode.main(list(args), ctx.parent.params.get("config_path") if ctx.parent else None))
+
+
+@cli.command(context_settings=_PASS_THROUGH, add_help_option=False)
+@click.argument("stage", metavar="precreate|prestart|createRuntime", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def hook(ctx: click.Context, stage: tuple[str, ...]) -> None:
+    """OCI hook: podman's precreate filter, or the prestart/createRuntime guard (input on stdin)."""
+    from nvidia_oci_hook.modes import hooks as mode
+
+    ctx.exit(mode.main(list(stage), ctx.parent.params.get("config_path") if ctx.parent else None))
 
 
 def main(argv: Optional[list[str]] = None) -> int:

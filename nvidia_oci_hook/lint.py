@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Optional
 
 from nvidia_oci_hook import io
+from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Finding, Problem
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 from nvidia_oci_hook.model.collection import Collection, DirectoryKind, directory_kind_for
@@ -27,6 +28,8 @@ class LintOptions:
     ignore: tuple[str, ...] = ()
     max_bytes: int = io.DEFAULT_MAX_BYTES
     node: bool = False
+    # The engine's settings (CDI spec directories, annotation prefixes, policy) for the reconcile rules.
+    settings: Optional[Settings] = None
 
 
 @dataclass
@@ -147,7 +150,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     host = None if options.offline else HostView(options.host_root)
 
     def context_for() -> Context:
-        return Context(host=host, driver_roots=options.driver_roots)
+        return Context(host=host, driver_roots=options.driver_roots, settings=options.settings)
 
     def loader(path: str, kind: str) -> Document:
         return load_file(path, kind, options)

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Finding
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
@@ -21,12 +22,14 @@ def lint_value(
     driver_roots: tuple[str, ...] = DEFAULT_DRIVER_ROOTS,
     select: tuple[str, ...] = (),
     schema_only: bool = False,
+    settings: Optional[Settings] = None,
 ) -> list[Finding]:
     raw = value if isinstance(value, bytes) else json.dumps(value, indent=2).encode()
     options = LintOptions(select=select, schema_only=schema_only, offline=host_root is None)
     document = parse_document("config.json", raw)
     host = HostView(str(host_root)) if host_root is not None else None
-    return lint_document(document, active_rules(options), Context(host=host, driver_roots=driver_roots))
+    context = Context(host=host, driver_roots=driver_roots, settings=settings)
+    return lint_document(document, active_rules(options), context)
 
 
 def codes(findings: list[Finding]) -> list[str]:
@@ -48,6 +51,10 @@ class FakeHost:
         target = self._path(path)
         target.write_text("")
         target.chmod(mode)
+        return self
+
+    def text(self, path: str, content: str) -> FakeHost:
+        self._path(path).write_text(content)
         return self
 
     def executable(self, path: str) -> FakeHost:

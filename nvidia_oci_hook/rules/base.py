@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 
@@ -26,6 +27,8 @@ class Context:
 
     host: Optional[HostView] = None
     driver_roots: tuple[str, ...] = DEFAULT_DRIVER_ROOTS
+    # The tool's configuration, for the rules that run the reconcile engine; None: the defaults.
+    settings: Optional[Settings] = None
     memo: dict[str, Any] = field(default_factory=dict)
 
     def cached(self, key: str, build: Callable[[], Any]) -> Any:

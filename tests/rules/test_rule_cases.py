@@ -6,11 +6,14 @@ The table must name every registered rule; a rule without a case fails test_ever
 from __future__ import annotations
 
 import copy
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
 import pytest
 
+from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.rules.base import all_rules
 from tests.helpers import FakeHost, codes, lint_value
 
@@ -75,6 +78,7 @@ class Case:
     driver_roots: tuple[str, ...] = ("/", "/run/nvidia/driver")
     id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    settings: Optional[Settings] = None
 
 
 def driver_on_host(host: FakeHost) -> None:
@@ -84,6 +88,22 @@ def driver_on_host(host: FakeHost) -> None:
 
 def stray_host_nodes(host: FakeHost) -> None:
     host.device("/dev/nvidia0", "c", 195, 0).device("/dev/nvidiactl", "c", 195, 255)
+
+
+def cdi_spec(*nodes: dict[str, Any]) -> Callable[[FakeHost], Any]:
+    """A host with /etc/cdi/gpu.json defining example.com/gpu=0 with these device nodes."""
+    device = {"name": "0", "containerEdits": {"deviceNodes": list(nodes)}}
+    spec = {"cdiVersion": "0.5.0", "kind": "example.com/gpu", "devices": [device]}
+    return lambda host: host.text("/etc/cdi/gpu.json", json.dumps(spec))
+
+
+def cdi_node_on_host(host: FakeHost) -> None:
+    cdi_spec({"path": "/dev/nvidia0"})(host)
+    host.device("/dev/nvidia0", "c", 195, 0)
+    os.chmod(host.root / "dev/nvidia0", 0o666)
+
+
+GPU0 = {"cdi.k8s.io/gpu": "example.com/gpu=0"}
 
 
 CASES = [
@@ -226,6 +246,45 @@ CASES = [
         spec(mounts=[bind("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/libcuda.so.1")]),
         host=driver_on_host,
     ),
+    Case(
+        "REC001",
+        spec([dev("/dev/nvidia0", 195, 0)], annotations={"cdi.k8s.io/gpu": "example.com/gpu=1"}),
+        spec([dev("/dev/nvidia0", 195, 0)], annotations=GPU0),
+        host=cdi_spec(dev("/dev/nvidia0", 195, 0)),
+    ),
+    Case(
+        "REC002",
+        spec(process={"cwd": "/", "env": ["NVIDIA_VISIBLE_DEVICES=example.com/gpu=0,example.com/gpu="]}),
+        spec(process={"cwd": "/", "env": ["NVIDIA_VISIBLE_DEVICES=0,1"]}),
+        host=cdi_spec(dev("/dev/nvidia0", 195, 0)),
+    ),
+    Case(
+        "REC003",
+        spec(annotations=GPU0),
+        spec([{**dev("/dev/nvidia0", 195, 0), "fileMode": 0o666}], annotations=GPU0),
+        host=cdi_spec({"path": "/dev/nvidia0"}),
+        extra={"clean_host": cdi_node_on_host},
+    ),
+    Case(
+        "REC004",
+        spec(gpu_set(dev("/dev/nvidia0", 195, 1))),
+        spec(gpu_set()),
+        host=lambda h: h.directory("/etc"),
+        settings=Settings(policy_device_conflict="refuse"),
+    ),
+    Case(
+        "REC005",
+        spec(mounts=[bind("/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/libcuda.so.1")]),
+        spec(mounts=[bind("/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/libcuda.so.1")]),
+        host=lambda h: h.directory("/usr/lib/x86_64-linux-gnu"),
+        extra={"clean_host": lambda h: h.file("/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.1")},
+    ),
+    Case(
+        "REC006",
+        spec(annotations=GPU0),
+        spec([dev("/dev/nvidia0", 195, 0)], annotations=GPU0),
+        host=cdi_spec(dev("/dev/nvidia0", 195, 0)),
+    ),
 ]
 
 
@@ -249,7 +308,7 @@ def _lint(
     if host_builder is not None:
         host_builder(fake_host)
         host_root = fake_host.root
-    return codes(lint_value(document, host_root=host_root, driver_roots=case.driver_roots))
+    return codes(lint_value(document, host_root=host_root, driver_roots=case.driver_roots, settings=case.settings))
 
 
 @pytest.mark.root

@@ -1,0 +1,57 @@
+"""Launchers as the packages install them, a fake runtime that records how it was run, and configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from nvidia_oci_hook.launcher import write_launchers
+
+# The interpreter the launchers use; Debian's own starts fastest and has the standard library alone.
+INTERPRETER = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+FAKE_RUNTIME = """#!/bin/sh
+# Records its arguments and the bundle's config.json, then answers like runc.
+printf '%s\\n' "$@" > "$RECORD_DIR/args"
+for arg; do
+  if [ "$prev" = --bundle ] || [ "$prev" = -b ]; then cp "$arg/config.json" "$RECORD_DIR/config.json"; fi
+  prev=$arg
+done
+echo "$$" > "$RECORD_DIR/pid"
+echo '{"status":"created"}'
+"""
+
+
+def launchers(directory: Path) -> tuple[Path, Path]:
+    hook, runtime = (Path(p) for p in write_launchers(str(directory), INTERPRETER))
+    return hook, runtime
+
+
+def fake_runtime(directory: Path) -> Path:
+    path = directory / "fake-runc"
+    path.write_text(FAKE_RUNTIME)
+    path.chmod(0o755)
+    return path
+
+
+def write_config(path: Path, **sections: Any) -> Path:
+    """A configuration file for the tool: sections as keyword arguments ({"policy": {...}})."""
+    lines = []
+    for section, values in sections.items():
+        if isinstance(values, dict):
+            lines.append(f"{section}:")
+            lines.extend(f"  {key}: {json.dumps(value)}" for key, value in values.items())
+        else:
+            lines.append(f"{section}: {json.dumps(values)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(
+    command: list[str], *, stdin: bytes = b"", env: Optional[dict[str, str]] = None, cwd: Optional[Path] = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(command, input=stdin, capture_output=True, env=env, cwd=cwd, timeout=60, check=False)
