@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 IMAGE = "localhost/nvidia-oci-hook-test:latest"
 APPLETS = ("sh", "true", "cat", "echo", "sleep")
@@ -63,6 +63,19 @@ def need(binary: str) -> str:
     if found is None:
         raise PodmanUnavailable(f"{binary!r} is not installed (Debian packages podman, runc, busybox-static)")
     return found
+
+
+def busybox_rootfs(rootfs: Path, applets: Optional[Sequence[str]] = APPLETS) -> Path:
+    """A root filesystem of busybox-static and its applets (None: every applet busybox lists) under /bin."""
+    busybox = Path("/bin/busybox") if Path("/bin/busybox").is_file() else Path(need("busybox"))
+    (rootfs / "bin").mkdir(parents=True)
+    shutil.copy2(busybox, rootfs / "bin" / "busybox")
+    if applets is None:
+        listed = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True).stdout
+        applets = [name for name in listed.split() if name != "busybox"]
+    for applet in applets:
+        (rootfs / "bin" / applet).symlink_to("busybox")
+    return rootfs
 
 
 class PodmanEnv:
@@ -110,12 +123,7 @@ class PodmanEnv:
         )
 
     def import_busybox(self) -> None:
-        busybox = Path("/bin/busybox") if Path("/bin/busybox").is_file() else Path(need("busybox"))
-        rootfs = self.directory / "rootfs"
-        (rootfs / "bin").mkdir(parents=True)
-        shutil.copy2(busybox, rootfs / "bin" / "busybox")
-        for applet in APPLETS:
-            (rootfs / "bin" / applet).symlink_to("busybox")
+        rootfs = busybox_rootfs(self.directory / "rootfs")
         tarball = self.directory / "rootfs.tar"
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tarball), "."], check=True, capture_output=True)
         result = self.run("import", "--change", 'CMD ["/bin/sh"]', str(tarball), IMAGE)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
+import signal
 import subprocess
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -88,3 +92,43 @@ def dump(binary: Binary, config: Path, cwd: Path) -> Dump:
 def describe(binary: Binary, config: Path, result: Dump) -> str:
     command = shlex.join([str(binary.path), "--config", str(config), "config", "dump"])
     return f"{command} -> exit {result.returncode}: {result.stderr.strip()[-600:]}"
+
+
+def start_daemon(
+    containerd: Path, config: str, workdir: Path, *, under: Sequence[str] = (), timeout: float = 20
+) -> subprocess.Popen[bytes]:
+    """Start `containerd` on the `config` text with a root, state, socket (workdir/s) and log (workdir/log) of its own.
+
+    It runs in a session of its own, under the `under` command line if given (a subreaper), with the release's own
+    shim first on its PATH. Returns once the socket exists or the process has exited (check `poll()`)."""
+    socket = workdir / "s"  # a socket path has 108 bytes at most: callers keep workdir short
+    text = f'root = "{workdir}/root"\nstate = "{workdir}/state"\n' + config + f'\n[grpc]\n  address = "{socket}"\n'
+    (workdir / "config.toml").write_text(text)
+    with (workdir / "log").open("w") as out:
+        process = subprocess.Popen(
+            [*under, str(containerd), "--config", str(workdir / "config.toml")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            start_new_session=True,
+            env={**os.environ, "PATH": f"{containerd.parent}:/usr/sbin:/usr/bin:/sbin:/bin"},
+        )
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and not socket.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return process
+
+
+def stop_daemon(process: subprocess.Popen[bytes], timeout: float = 15) -> None:
+    """SIGTERM to the daemon's session, SIGKILL when it does not exit in time."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=timeout)

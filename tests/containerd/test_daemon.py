@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -23,7 +22,7 @@ import pytest
 from nvidia_oci_hook.model.tomltext import parse_toml
 from nvidia_oci_hook.rules.containerd import cri_plugin_failures
 from tests.containerd.corpus import CORPUS, entries, lint_file
-from tests.containerd.real import Binary, binaries, dump
+from tests.containerd.real import Binary, binaries, dump, start_daemon, stop_daemon
 from tests.containerd.test_real_containerd import reading_series
 from tests.helpers import FakeHost
 
@@ -61,28 +60,11 @@ def run_daemon(
 ) -> Daemon:
     """Start containerd on `config` (with root, state and socket of its own), list its plugins, call
     `then(socket)` if given, stop it. The release's own shim comes first on the daemon's PATH."""
-    workdir = Path(tempfile.mkdtemp(prefix="ctd", dir="/tmp"))  # short: a socket path has 108 bytes at most
+    workdir = Path(tempfile.mkdtemp(prefix="ctd", dir="/tmp"))
     socket = workdir / "s"
-    text = (
-        f'root = "{workdir}/root"\nstate = "{workdir}/state"\n'
-        + config.read_text()
-        + f'\n[grpc]\n  address = "{socket}"\n'
-    )
-    (workdir / "config.toml").write_text(text)
     log = workdir / "log"
     try:
-        with log.open("w") as out:
-            process = subprocess.Popen(
-                [str(binary.path), "--config", str(workdir / "config.toml")],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=workdir,
-                start_new_session=True,
-                env={**os.environ, "PATH": f"{binary.path.parent}:/usr/sbin:/usr/bin:/sbin:/bin"},
-            )
-        deadline = time.monotonic() + 20
-        while process.poll() is None and not socket.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        process = start_daemon(binary.path, config.read_text(), workdir)
         if process.poll() is not None:
             return Daemon(process.returncode, log.read_text(), {})
         time.sleep(settle)
@@ -99,12 +81,7 @@ def run_daemon(
                 plugins[(fields[0], fields[1])] = fields[-1]
         if then is not None:
             then(socket)
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
+        stop_daemon(process)
         return Daemon(None, log.read_text(), plugins)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

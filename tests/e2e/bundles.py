@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 import pytest
 
-APPLETS = ("sh", "cat", "echo", "stat", "ls", "test")
+from tests.podman_env import busybox_rootfs
+
 HUGETLB_V2 = Path("/sys/fs/cgroup/unified/cgroup.controllers")
 
 
@@ -35,12 +36,9 @@ def prepare_crun() -> None:
         subprocess.run(["mount", "-t", "cgroup", "-o", "hugetlb", "cgroup", str(target)], check=False)
 
 
-def busybox_rootfs(directory: Path) -> Path:
-    rootfs = directory / "rootfs"
-    (rootfs / "bin").mkdir(parents=True)
-    shutil.copy2("/bin/busybox", rootfs / "bin/busybox")
-    for applet in APPLETS:
-        (rootfs / "bin" / applet).symlink_to("busybox")
+def bundle_rootfs(directory: Path) -> Path:
+    """busybox with every applet, and the mount points the configs here use."""
+    rootfs = busybox_rootfs(directory / "rootfs", applets=None)
     for name in ("proc", "dev", "sys", "etc", "tmp"):
         (rootfs / name).mkdir()
     return rootfs

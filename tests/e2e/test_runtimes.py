@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.bundles import Runtime, base_config, busybox_rootfs, privileged, write_bundle
+from tests.e2e.bundles import Runtime, base_config, bundle_rootfs, privileged, write_bundle
 from tests.modes.support import launchers, write_config
 
 pytestmark = [pytest.mark.root, pytest.mark.runtime]
@@ -30,7 +30,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def rootfs(workspace: Path) -> Path:
-    return busybox_rootfs(workspace)
+    return bundle_rootfs(workspace)
 
 
 @pytest.fixture(params=["runc", "crun"])
