@@ -137,7 +137,8 @@ class PodmanEnv:
 
 
 def run_hooks_cases(cases: list[dict[str, Any]], directory: Path) -> list[dict[str, Any]]:
-    """For each case ({"hooks_dirs": [...], "marker": path or None}), one `podman run --rm IMAGE /bin/true`."""
+    """For each case ({"hooks_dirs": [...], "marker": path or None, "args": podman arguments or None}), one
+    podman command: by default `podman run --rm IMAGE /bin/true`."""
     env = PodmanEnv(directory)
     results = []
     try:
@@ -147,12 +148,12 @@ def run_hooks_cases(cases: list[dict[str, Any]], directory: Path) -> list[dict[s
             marker = case.get("marker")
             if marker:
                 Path(marker).unlink(missing_ok=True)
-            result = env.run("run", "--rm", "--pull=never", IMAGE, "/bin/true")
-            output = result.stdout + result.stderr
+            result = env.run(*(case.get("args") or ["run", "--rm", "--pull=never", IMAGE, "/bin/true"]))
             results.append(
                 {
                     "status": result.returncode,
-                    "output": output,
+                    "output": result.stdout + result.stderr,
+                    "stdout": result.stdout,
                     "marker": Path(marker).read_text() if marker and Path(marker).exists() else None,
                 }
             )
