@@ -239,7 +239,7 @@ def reconcile(
         raise Fatal(f"--host-root {host_root}: not a directory")
     settings = _settings(ctx)
     if driver_roots:
-        settings.driver_roots = driver_roots
+        settings = settings.replace(driver_roots=driver_roots)
     try:
         status = reconcile_file(config_file, settings, host_root, in_place=in_place, output=output, diff=diff)
     except (io.ReadError, ValueError, OSError) as exc:

@@ -95,6 +95,10 @@ class Settings:
         if values:
             raise TypeError(f"unknown settings: {', '.join(sorted(values))}")
 
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some values changed (command-line options over the file)."""
+        return Settings(**{**{key.attribute: getattr(self, key.attribute) for key in SETTINGS}, **changes})
+
     # The names `lint` used before the other sections existed.
     @property
     def select(self) -> tuple[str, ...]:

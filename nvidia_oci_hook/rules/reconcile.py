@@ -20,8 +20,7 @@ from nvidia_oci_hook.rules.base import Context, rule
 
 def _plan(value: Any, context: Context) -> Plan:
     def build() -> Plan:
-        settings = context.settings or Settings()
-        settings.driver_roots = context.driver_roots
+        settings = (context.settings or Settings()).replace(driver_roots=context.driver_roots)
         assert context.host is not None
         return plan(value, context.host, settings)
 
