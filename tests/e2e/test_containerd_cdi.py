@@ -92,3 +92,12 @@ def test_the_wrapper_applies_it(wrapped: tuple[CRIDaemon, Path]) -> None:
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     mine = [entry for entry in entries if entry["container"] == result.container_id]
     assert len(mine) == 1 and {edit["code"] for edit in mine[0]["edits"]} == {"REC006"}
+
+
+def test_a_refusal_reaches_the_cri_caller_in_runc_style(wrapped: tuple[CRIDaemon, Path]) -> None:
+    daemon, _ = wrapped
+    result = run_pod_container(daemon, command=PROBE, annotations={"cdi.k8s.io/gpu": "example.com/gpu=9"})
+    assert not result.ran
+    # The shim reads the runc-style JSON line from its --log file: containerd's error quotes our message.
+    assert result.error is not None and "nvidia-oci-hook: refusing container" in result.error, result.error
+    assert "[REC001] CDI device example.com/gpu=9" in result.error
