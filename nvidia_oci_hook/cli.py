@@ -38,6 +38,26 @@ def _settings(ctx: click.Context) -> Settings:
     return settings
 
 
+def _absolute_paths(_ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    for value in values:
+        if not value.startswith("/"):
+            raise click.BadParameter(f"{value!r} is not an absolute path", param=param)
+    return values
+
+
+_host_root_option = click.option(
+    "--host-root", default="/", show_default=True, metavar="DIR", help="Where the node's / is."
+)
+_driver_roots_option = click.option(
+    "--driver-root",
+    "driver_roots",
+    multiple=True,
+    metavar="DIR",
+    callback=_absolute_paths,
+    help="A driver-root candidate (repeatable) [default: driver_roots in the configuration, / and /run/nvidia/driver].",
+)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="nvidia-oci-hook")
 @click.option(
@@ -67,14 +87,8 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     show_default=True,
     help="Document kind; auto detects it from the content.",
 )
-@click.option("--host-root", default="/", show_default=True, metavar="DIR", help="Where the node's / is.")
-@click.option(
-    "--driver-root",
-    "driver_roots",
-    multiple=True,
-    metavar="DIR",
-    help="A driver-root candidate (repeatable) [default: / and /run/nvidia/driver].",
-)
+@_host_root_option
+@_driver_roots_option
 @click.option(
     "--node",
     is_flag=True,
@@ -127,9 +141,6 @@ def lint(
         raise click.UsageError("give at least one PATH, '-', or --node")
     if node and offline:
         raise click.UsageError("--node reads the node: it cannot be --offline")
-    for root in driver_roots:
-        if not root.startswith("/"):
-            raise click.BadParameter(f"{root!r} is not an absolute path", param_hint="--driver-root")
     options = LintOptions(
         kind=kind,
         host_root=host_root,
@@ -202,14 +213,8 @@ def explain(code: str) -> None:
 @click.option("--in-place", is_flag=True, help="Rewrite CONFIG (atomically; untouched when nothing changes).")
 @click.option("-o", "--output", metavar="OUT", help="Write the reconciled config to OUT instead of stdout.")
 @click.option("--diff", is_flag=True, help="Print a unified diff of the changes; write nothing.")
-@click.option("--host-root", default="/", show_default=True, metavar="DIR", help="Where the node's / is.")
-@click.option(
-    "--driver-root",
-    "driver_roots",
-    multiple=True,
-    metavar="DIR",
-    help="A driver-root candidate (repeatable) [default: driver_roots in the configuration].",
-)
+@_host_root_option
+@_driver_roots_option
 @click.pass_context
 def reconcile(
     ctx: click.Context,
@@ -232,9 +237,6 @@ def reconcile(
         raise click.UsageError("--in-place, -o and --diff exclude each other")
     if in_place and config_file == "-":
         raise click.UsageError("--in-place needs a file, not standard input")
-    for root in driver_roots:
-        if not root.startswith("/"):
-            raise click.BadParameter(f"{root!r} is not an absolute path", param_hint="--driver-root")
     if not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
     settings = _settings(ctx)
