@@ -407,11 +407,12 @@ class _Injection:
         if file_mode is not None:
             device["fileMode"] = file_mode
         user = self.config.get("process", {}).get("user") if isinstance(self.config.get("process"), dict) else None
-        for key, user_key in (("uid", "uid"), ("gid", "gid")):
+        for key in ("uid", "gid"):
+            # The library gives a node without its own owner the container user's, unless that is root.
             if node.get(key) is not None:
                 device[key] = node[key]
-            elif isinstance(user, dict) and isinstance(user.get(user_key), int) and user[user_key] > 0:
-                device[key] = user[user_key]
+            elif isinstance(user, dict) and isinstance(user.get(key), int) and user[key] > 0:
+                device[key] = user[key]
         return device
 
     def device_nodes(self, nodes: list[dict[str, Any]]) -> None:
