@@ -9,11 +9,11 @@ from typing import Any
 from nvidia_oci_hook.driver import FOUND, DriverRootAnswer, resolve_driver_root, stray_device_nodes
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.markers import VALIDATIONS, marker_problems
 from nvidia_oci_hook.model.collection import Collection
 from nvidia_oci_hook.rules.base import Context, rule
 
 NODE = "node"
-VALIDATIONS = "/run/nvidia/validations"
 CRIO_COLLISION_ERROR = (
     "privileged container was configured with a device container path that already exists on the host"
 )
@@ -28,15 +28,6 @@ def _answer(context: Context) -> DriverRootAnswer:
 def shown(host: HostView, path: str) -> str:
     """A host path as this machine sees it (under --host-root)."""
     return path if host.root == "/" else posixpath.join(host.root, path.lstrip("/"))
-
-
-def _env_file(text: str) -> dict[str, str]:
-    values = {}
-    for line in text.splitlines():
-        name, equals, value = line.strip().partition("=")
-        if equals and name and not name.startswith("#"):
-            values[name.strip()] = value.strip().strip('"')
-    return values
 
 
 @rule("NODE001", "validation-markers-contradict-driver", Severity.ERROR, [NODE], needs_host=True)
@@ -70,40 +61,9 @@ def validation_markers_contradict_driver(value: Any, context: Context) -> Iterat
     answer = _answer(context)
     if answer.status != FOUND:
         return
-    names = set(host.list_dir(VALIDATIONS))
-    driver_root = answer.root or "/"
-    on_host = driver_root == "/"
-    marker = shown(host, f"{VALIDATIONS}/toolkit-ready")
     fix = f"rm -f {shown(host, VALIDATIONS)}/*-ready and delete the operator-validator and device-plugin pods"
-    if on_host and "toolkit-ready" in names and "host-driver-ready" not in names:
-        yield Problem(
-            "",
-            f"toolkit-ready exists without host-driver-ready while the driver is on the host ({answer.reason}): "
-            "the device plugin will choose NVIDIA_DRIVER_ROOT=/run/nvidia/driver and GPU pods fail with "
-            "'lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory'",
-            fix,
-            path=marker,
-        )
-    if not on_host and "host-driver-ready" in names:
-        yield Problem(
-            "",
-            f"host-driver-ready says the driver is on the host, but it is under {answer.root} ({answer.reason})",
-            fix,
-            path=shown(host, f"{VALIDATIONS}/host-driver-ready"),
-        )
-    text = host.read_text(f"{VALIDATIONS}/driver-ready") if "driver-ready" in names else None
-    if text is not None:
-        env = _env_file(text)
-        says_host = env.get("IS_HOST_DRIVER", "").lower() == "true"
-        root = env.get("NVIDIA_DRIVER_ROOT")
-        if ("IS_HOST_DRIVER" in env and says_host != on_host) or (root and root.rstrip("/") != driver_root.rstrip("/")):
-            yield Problem(
-                "",
-                f"driver-ready says IS_HOST_DRIVER={env.get('IS_HOST_DRIVER', '?')} NVIDIA_DRIVER_ROOT={root or '?'}, "
-                f"but the driver is under {driver_root} ({answer.reason})",
-                fix,
-                path=shown(host, f"{VALIDATIONS}/driver-ready"),
-            )
+    for problem in marker_problems(host, answer):
+        yield Problem("", problem.message, fix, path=shown(host, problem.marker))
 
 
 @rule("NODE002", "stray-nvidia-device-nodes", Severity.ERROR, [NODE], needs_host=True)
