@@ -275,6 +275,127 @@ def show_log(ctx: click.Context, log_file: Optional[str], container: Optional[st
     click.echo(format_entries(entries), nl=False)
 
 
+@cli.command()
+@_host_root_option
+@_driver_roots_option
+@click.option(
+    "--format", "output_format", type=click.Choice(["text", "json", "npd"]), default="text", show_default=True
+)
+@click.option("--fix", is_flag=True, help="Perform the safe repairs, then check again.")
+@click.option("--dry-run", is_flag=True, help="With --fix: print the repairs, perform none.")
+@click.option(
+    "--nvml-library",
+    metavar="FILE",
+    help="The libnvidia-ml.so.1 to read NVML through [default: the system's; NVML is read only when --host-root is /].",
+)
+@click.pass_context
+def doctor(
+    ctx: click.Context,
+    host_root: str,
+    driver_roots: tuple[str, ...],
+    output_format: str,
+    fix: bool,
+    dry_run: bool,
+    nvml_library: Optional[str],
+) -> None:
+    """Check the node: driver and dev roots, validation markers, stray device nodes, NVML, CDI specs, engines.
+
+    Problems come first, each with its evidence and fix. Exit status: 0 no error, 1 errors (npd format: 0 OK,
+    1 problem, 2 unknown), 2 usage error.
+    """
+    from nvidia_oci_hook.modes import doctor as mode
+
+    if dry_run and not fix:
+        raise click.UsageError("--dry-run previews --fix: give both")
+    if not _is_directory(host_root):
+        raise Fatal(f"--host-root {host_root}: not a directory")
+    settings = _settings(ctx)
+    if driver_roots:
+        settings = settings.replace(driver_roots=driver_roots)
+    use_nvml = host_root == "/" or nvml_library is not None
+    checks = mode.run_checks(host_root, settings, use_nvml, nvml_library)
+    performed: list[str] = []
+    if fix:
+        for check in checks:
+            for repair in check.repairs:
+                if dry_run:
+                    performed.append(f"would {repair.description}")
+                    continue
+                try:
+                    repair.perform()
+                    performed.append(f"fixed: {repair.description}")
+                except OSError as exc:
+                    performed.append(f"failed: {repair.description}: {exc.strerror}")
+        if performed and not dry_run:
+            checks = mode.run_checks(host_root, settings, use_nvml, nvml_library)
+        if not performed:
+            performed.append("nothing to repair")
+    if output_format == "npd":
+        line, status = mode.render_npd(checks)
+        click.echo(line)
+        ctx.exit(status)
+    if output_format == "json":
+        payload = {
+            "version": 1,
+            "status": mode.overall(checks),
+            "repairs": performed,
+            "checks": [check.as_dict() for check in mode.ordered(checks)],
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        if performed:
+            click.echo("\n".join(performed) + "\n")
+        click.echo(mode.render_text(checks), nl=False)
+    ctx.exit(EXIT_FINDINGS if mode.overall(checks) == mode.ERROR else EXIT_CLEAN)
+
+
+@cli.group()
+def cdi() -> None:
+    """CDI spec files on this node."""
+
+
+@cdi.command("reconcile")
+@click.option(
+    "--spec-dir",
+    "spec_dirs",
+    multiple=True,
+    metavar="DIR",
+    callback=_absolute_paths,
+    help="A spec directory (repeatable) [default: cdi.spec_dirs in the configuration].",
+)
+@_host_root_option
+@_driver_roots_option
+@click.option("--dry-run", is_flag=True, help="Print the changes; write nothing.")
+@click.option("--diff", is_flag=True, help="Print a unified diff of the changes; write nothing.")
+@click.pass_context
+def cdi_reconcile(
+    ctx: click.Context,
+    spec_dirs: tuple[str, ...],
+    host_root: str,
+    driver_roots: tuple[str, ...],
+    dry_run: bool,
+    diff: bool,
+) -> None:
+    """Rewrite CDI specs so that injection succeeds on this node: host paths moved to the driver root that holds
+    them, device nodes given the host path that is the same device. Exit status: 0 nothing left to reconcile,
+    1 a spec could not be reconciled, 2 usage error."""
+    from nvidia_oci_hook.modes import cdi_reconcile as mode
+
+    if not _is_directory(host_root):
+        raise Fatal(f"--host-root {host_root}: not a directory")
+    settings = _settings(ctx)
+    status = mode.run(
+        spec_dirs or settings.cdi_spec_dirs,
+        host_root,
+        driver_roots or settings.driver_roots,
+        dry_run,
+        diff,
+        sys.stdout,
+        sys.stderr,
+    )
+    ctx.exit(status)
+
+
 _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 
 
