@@ -4,9 +4,11 @@
 root; -S skips the site module, a few milliseconds of every container start. The package's directory is put on
 sys.path explicitly instead; the commands that need site-packages (click, PyYAML) set site up themselves.
 
-    python -m nvidia_oci_hook.launcher DIRECTORY [--interpreter PATH]
+    python -m nvidia_oci_hook.launcher DIRECTORY [--interpreter PATH] [--package-parent DIR]
 
-writes `nvidia-oci-hook` and `nvidia-oci-runtime` into DIRECTORY.
+writes `nvidia-oci-hook` and `nvidia-oci-runtime` into DIRECTORY. --package-parent is the directory that will
+hold the installed package (a distribution package's site directory, /usr/lib/python3/dist-packages on Debian);
+by default the one this package is imported from.
 """
 
 from __future__ import annotations
@@ -29,15 +31,18 @@ def launcher_text(interpreter: str, package_parent: str, module: str, function: 
     return (
         f"#!{interpreter} -IS\n"
         "import sys\n"
-        f"sys.path.insert(0, {package_parent!r})\n"
+        # After the standard library: a site directory must not shadow it.
+        f"sys.path.append({package_parent!r})\n"
         f"from {module} import {function}\n"
         f"{function}()\n"
     )
 
 
-def write_launchers(directory: str, interpreter: Optional[str] = None) -> list[str]:
+def write_launchers(
+    directory: str, interpreter: Optional[str] = None, package_parent: Optional[str] = None
+) -> list[str]:
     interpreter = interpreter or sys.executable
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package_parent = package_parent or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     written = []
     os.makedirs(directory, exist_ok=True)
     for name, (module, function) in COMMANDS.items():
@@ -49,20 +54,21 @@ def write_launchers(directory: str, interpreter: Optional[str] = None) -> list[s
     return written
 
 
+USAGE = "usage: python -m nvidia_oci_hook.launcher DIRECTORY [--interpreter PATH] [--package-parent DIR]\n"
+
+
 def main(argv: list[str]) -> int:
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
-        sys.stderr.write("usage: python -m nvidia_oci_hook.launcher DIRECTORY [--interpreter PATH]\n")
-        return 2
-    if argv[0] in ("-h", "--help"):
+    if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(__doc__ or "")
         return 0
-    interpreter = None
-    if len(argv) == 3 and argv[1] == "--interpreter":
-        interpreter = argv[2]
-    elif len(argv) != 1:
-        sys.stderr.write("usage: python -m nvidia_oci_hook.launcher DIRECTORY [--interpreter PATH]\n")
+    if not argv or argv[0].startswith("-") or len(argv) % 2 != 1:
+        sys.stderr.write(USAGE)
         return 2
-    for path in write_launchers(argv[0], interpreter):
+    options = dict(zip(argv[1::2], argv[2::2]))
+    if set(options) - {"--interpreter", "--package-parent"}:
+        sys.stderr.write(USAGE)
+        return 2
+    for path in write_launchers(argv[0], options.get("--interpreter"), options.get("--package-parent")):
         sys.stdout.write(path + "\n")
     return 0
 
