@@ -349,6 +349,31 @@ def doctor(
     ctx.exit(EXIT_FINDINGS if mode.overall(checks) == mode.ERROR else EXIT_CLEAN)
 
 
+@cli.command()
+@click.option("--runtime", "engine", type=click.Choice(["crio", "containerd", "podman"]), required=True)
+@click.option("--dry-run", is_flag=True, help="Print the changes as a diff; write nothing.")
+@click.option("--undo", is_flag=True, help="Remove exactly what configure added.")
+@click.option("--host-root", default="/", show_default=True, metavar="DIR", help="Where the node's / is.")
+def configure(engine: str, dry_run: bool, undo: bool, host_root: str) -> None:
+    """Register nvidia-oci-runtime as the engine's runtime handler 'nvidia', and the hooks directories.
+
+    cri-o: a crio.conf.d drop-in (with /etc/containers/oci/hooks.d added to hooks_dir); containerd: a conf.d
+    drop-in and, if missing, the imports line in config.toml; podman: a containers.conf.d drop-in. Existing
+    files keep their comments and formatting; running it again changes nothing.
+    """
+    from nvidia_oci_hook.modes.configure import ConfigureError
+    from nvidia_oci_hook.modes.configure import run as configure_run
+
+    if not _is_directory(host_root):
+        raise Fatal(f"--host-root {host_root}: not a directory")
+    try:
+        configure_run(engine, host_root, dry_run, undo)
+    except ConfigureError as exc:
+        raise Fatal(str(exc)) from None
+    except OSError as exc:
+        raise Fatal(f"{exc.filename}: {exc.strerror}") from None
+
+
 @cli.group()
 def cdi() -> None:
     """CDI spec files on this node."""
