@@ -174,7 +174,12 @@ def test_bad_configuration_still_runs_the_container(tmp_path: Path) -> None:
     bundle = _bundle(tmp_path, config())
     cfg = tmp_path / "config.yaml"
     cfg.write_text("policy:\n  fail_on: sometimes\n")
-    env = _env(tmp_path, NVIDIA_OCI_HOOK_CONFIG=str(cfg), NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL=str(fake_runtime(tmp_path)))
+    env = _env(
+        tmp_path,
+        NVIDIA_OCI_HOOK_CONFIG=str(cfg),
+        NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL=str(fake_runtime(tmp_path)),
+        NVIDIA_OCI_HOOK_LOG_FILE=str(tmp_path / "log"),
+    )
     result = run([str(runtime), "create", "--bundle", str(bundle), "c"], env=env)
     assert result.returncode == 0
     assert (
