@@ -197,6 +197,12 @@ def test_remove_then_purge(chroot: Path) -> None:
     (chroot / "var/log/nvidia-oci-hook.log").write_text("{}\n", encoding="utf-8")
     config_file = chroot / "etc/nvidia-oci-hook/config.yaml"
     config_file.write_text(config_file.read_text(encoding="utf-8") + "log:\n  syslog: false\n", encoding="utf-8")
+    changed = config_file.read_text(encoding="utf-8")
+    # An upgrade (the same package installed again) keeps the locally changed configuration, without a prompt.
+    debs = [name for name in os.listdir(chroot / "tmp") if name.endswith(".deb")]
+    result = _in(chroot, "dpkg", "-i", f"/tmp/{debs[0]}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert config_file.read_text(encoding="utf-8") == changed
     result = _in(chroot, "dpkg", "--remove", PACKAGE)
     assert result.returncode == 0, result.stdout + result.stderr
     status = _in(chroot, "dpkg-query", "--showformat=${Status}", "--show", PACKAGE).stdout
