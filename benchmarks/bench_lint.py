@@ -74,9 +74,9 @@ def measure(label: str, args: list[str], runs: int) -> tuple[float, float]:
 
 
 def breakdown(path: Path) -> None:
+    from nvidia_oci_hook.kinds.document import parse_document
+    from nvidia_oci_hook.kinds.schema import fast_check, schema_problems
     from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
-    from nvidia_oci_hook.model.document import parse_document
-    from nvidia_oci_hook.model.schema import fast_check, schema_problems
     from nvidia_oci_hook.rules.base import Context
 
     raw = path.read_bytes()

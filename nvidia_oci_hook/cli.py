@@ -12,7 +12,7 @@ import click
 from nvidia_oci_hook import __version__, io
 from nvidia_oci_hook.config import ConfigError, Settings, load_settings
 from nvidia_oci_hook.findings import Severity
-from nvidia_oci_hook.model.document import AUTO, kind_names
+from nvidia_oci_hook.kinds.document import AUTO, kind_names
 from nvidia_oci_hook.rules.base import all_rules, get_rule, matches_any
 
 EXIT_CLEAN = 0
@@ -231,7 +231,7 @@ def reconcile(
     problem left goes to stderr. Exit status: 0 nothing left at error level, 1 errors left, 2 usage or read
     error.
     """
-    from nvidia_oci_hook.modes.reconcile import reconcile_file
+    from nvidia_oci_hook.reconcile import reconcile_file
 
     if sum((in_place, output is not None, diff)) > 1:
         raise click.UsageError("--in-place, -o and --diff exclude each other")
@@ -259,7 +259,7 @@ def show_log(ctx: click.Context, log_file: Optional[str], container: Optional[st
 
     FILE defaults to log.file in the configuration (/var/log/nvidia-oci-hook.log).
     """
-    from nvidia_oci_hook.modes.logbook import format_entries, read_entries
+    from nvidia_oci_hook.runtime.logbook import format_entries, read_entries
 
     path = log_file or _settings(ctx).log_file
     if not path:
@@ -303,7 +303,7 @@ def doctor(
     Problems come first, each with its evidence and fix. Exit status: 0 no error, 1 errors (npd format: 0 OK,
     1 problem, 2 unknown), 2 usage error.
     """
-    from nvidia_oci_hook.modes import doctor as mode
+    from nvidia_oci_hook.node import doctor as mode
 
     if dry_run and not fix:
         raise click.UsageError("--dry-run previews --fix: give both")
@@ -361,8 +361,8 @@ def configure(engine: str, dry_run: bool, undo: bool, host_root: str) -> None:
     drop-in and, if missing, the imports line in config.toml; podman: a containers.conf.d drop-in. Existing
     files keep their comments and formatting; running it again changes nothing.
     """
-    from nvidia_oci_hook.modes.configure import ConfigureError
-    from nvidia_oci_hook.modes.configure import run as configure_run
+    from nvidia_oci_hook.node.configure import ConfigureError
+    from nvidia_oci_hook.node.configure import run as configure_run
 
     if not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
@@ -404,7 +404,7 @@ def cdi_reconcile(
     """Rewrite CDI specs so that injection succeeds on this node: host paths moved to the driver root that holds
     them, device nodes given the host path that is the same device. Exit status: 0 nothing left to reconcile,
     1 a spec could not be reconciled, 2 usage error."""
-    from nvidia_oci_hook.modes import cdi_reconcile as mode
+    from nvidia_oci_hook.node import cdi_reconcile as mode
 
     if not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
@@ -429,7 +429,7 @@ _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help
 @click.pass_context
 def runtime(ctx: click.Context, args: tuple[str, ...]) -> None:
     """Run as runc: reconcile config.json on create, then exec runc or crun (also `nvidia-oci-runtime`)."""
-    from nvidia_oci_hook.modes import runtime as mode
+    from nvidia_oci_hook.runtime import wrapper as mode
 
     ctx.exit(mode.main(list(args), ctx.parent.params.get("config_path") if ctx.parent else None))
 
@@ -439,7 +439,7 @@ def runtime(ctx: click.Context, args: tuple[str, ...]) -> None:
 @click.pass_context
 def hook(ctx: click.Context, stage: tuple[str, ...]) -> None:
     """OCI hook: podman's precreate filter, or the prestart/createRuntime guard (input on stdin)."""
-    from nvidia_oci_hook.modes import hooks as mode
+    from nvidia_oci_hook.runtime import hooks as mode
 
     ctx.exit(mode.main(list(stage), ctx.parent.params.get("config_path") if ctx.parent else None))
 

@@ -150,7 +150,7 @@ def _from_env(key: _Key, text: str) -> Any:
 
 
 def _parse_yaml(path: str, raw: bytes) -> Any:
-    from nvidia_oci_hook.model import leanyaml
+    from nvidia_oci_hook.formats import leanyaml
 
     try:
         text = raw.decode("utf-8")

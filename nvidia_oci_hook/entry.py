@@ -39,11 +39,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     command, config_path, rest = _split_global_options(args)
     if command == "runtime":
-        from nvidia_oci_hook.modes import runtime
+        from nvidia_oci_hook.runtime import wrapper
 
-        return runtime.main(rest, config_path)
+        return wrapper.main(rest, config_path)
     if command == "hook":
-        from nvidia_oci_hook.modes import hooks
+        from nvidia_oci_hook.runtime import hooks
 
         return hooks.main(rest, config_path)
     if sys.flags.no_site:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # command -> (module, function); the wrapper goes straight to its mode, one import less on every runtime call.
 COMMANDS = {
     "nvidia-oci-hook": ("nvidia_oci_hook.entry", "run"),
-    "nvidia-oci-runtime": ("nvidia_oci_hook.modes.runtime", "run"),
+    "nvidia-oci-runtime": ("nvidia_oci_hook.runtime.wrapper", "run"),
 }
 
 

@@ -10,10 +10,11 @@ from typing import Callable, Optional
 from nvidia_oci_hook import io
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Finding, Problem
+from nvidia_oci_hook.formats.parsing import LoadProblem
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
-from nvidia_oci_hook.model.collection import Collection, DirectoryKind, directory_kind_for
-from nvidia_oci_hook.model.document import AUTO, OCI_CONFIG, Document, LoadProblem, Location, parse_document
-from nvidia_oci_hook.model.schema import schema_problems
+from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for
+from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, parse_document
+from nvidia_oci_hook.kinds.schema import schema_problems
 from nvidia_oci_hook.rules.base import Context, Rule, all_rules, selected
 
 
@@ -158,7 +159,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     results = ResultSet()
     looked_at: list[tuple[str, str]] = []
     if options.node:
-        from nvidia_oci_hook.node import discover_node, looked_at_in
+        from nvidia_oci_hook.node.engines import discover_node, looked_at_in
 
         node = discover_node(host or HostView(options.host_root), loader)
         looked_at = looked_at_in(node)

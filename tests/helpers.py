@@ -10,8 +10,8 @@ from typing import Any, Optional, Union
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Finding
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
+from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
-from nvidia_oci_hook.model.document import parse_document
 from nvidia_oci_hook.rules.base import Context
 
 

@@ -23,8 +23,8 @@ from nvidia_oci_hook.engine import jsoncodec
 from nvidia_oci_hook.engine.records import CDI_NOT_APPLIED, Edit, EngineFinding
 from nvidia_oci_hook.engine.requests import VISIBLE_DEVICES, Request, requested_names
 from nvidia_oci_hook.host import rewrite_for_existing_root
-from nvidia_oci_hook.model.cdinames import cache_winners, cdi_name_error
-from nvidia_oci_hook.model.oci import HOOK_STAGES, normalize_path
+from nvidia_oci_hook.kinds.cdinames import cache_winners, cdi_name_error
+from nvidia_oci_hook.kinds.oci import HOOK_STAGES, normalize_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def _load(data: bytes, path: str) -> Any:
             return jsoncodec.loads(text)
         except jsoncodec.JSONDecodeError:
             pass  # the library reads every spec as YAML, of which JSON is a subset
-    from nvidia_oci_hook.model import leanyaml
+    from nvidia_oci_hook.formats import leanyaml
 
     try:
         return leanyaml.loads(text)
@@ -201,7 +201,7 @@ def _load(data: bytes, path: str) -> Any:
         if not exc.unsupported:
             raise SpecError(str(exc)) from None
     # Rare: YAML beyond the lean reader (anchors, tags). Only then is PyYAML loaded.
-    from nvidia_oci_hook.model.cdi import go_yaml_load
+    from nvidia_oci_hook.kinds.cdi import go_yaml_load
 
     try:
         return go_yaml_load(text)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from nvidia_oci_hook.engine.records import Edit, EngineFinding
 from nvidia_oci_hook.host import owning_root, rewrite_for_existing_root
-from nvidia_oci_hook.model.devices import DeviceAccess, cgroup_type, nvidia_node
-from nvidia_oci_hook.model.oci import OCIConfig, normalize_path
+from nvidia_oci_hook.kinds.devices import DeviceAccess, cgroup_type, nvidia_node
+from nvidia_oci_hook.kinds.oci import OCIConfig, normalize_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from nvidia_oci_hook.config import Settings
     from nvidia_oci_hook.host import HostView
-    from nvidia_oci_hook.model.oci import Device
+    from nvidia_oci_hook.kinds.oci import Device
 
 
 def _number(device: Device) -> str:

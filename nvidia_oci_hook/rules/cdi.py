@@ -1,7 +1,7 @@
 """CDI0xx: what makes the CDI Go library refuse to load a spec (the engine then knows none of its devices).
 
 These are the rules of `--schema-only` for CDI specs: each reports a reason that container-device-interface
-v1.0.1 (model/cdi.py) refuses the spec, quoting the error text the engine logs. The library stops at the first
+v1.0.1 (kinds/cdi.py) refuses the spec, quoting the error text the engine logs. The library stops at the first
 reason; these rules report all of them.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model import cdi
-from nvidia_oci_hook.model.cdi import CDI, Analysis, analyse
+from nvidia_oci_hook.kinds import cdi
+from nvidia_oci_hook.kinds.cdi import CDI, Analysis, analyse
 from nvidia_oci_hook.rules.base import Check, Context, register
 
 

@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import rewrite_for_existing_root
-from nvidia_oci_hook.model import cdi
-from nvidia_oci_hook.model.cdi import (
+from nvidia_oci_hook.kinds import cdi
+from nvidia_oci_hook.kinds.cdi import (
     CDI,
     SPEC_VERSIONS,
     EditsView,
@@ -23,7 +23,7 @@ from nvidia_oci_hook.model.cdi import (
     node_host_path,
     parse_qualifier,
 )
-from nvidia_oci_hook.model.devices import NVIDIACTL, gpu_index
+from nvidia_oci_hook.kinds.devices import NVIDIACTL, gpu_index
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.cdi import analysis
 from nvidia_oci_hook.rules.host import stale_root_problem

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model.document import OCI_CONFIG
+from nvidia_oci_hook.kinds.document import OCI_CONFIG
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.devices import config
 

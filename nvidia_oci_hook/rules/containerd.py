@@ -19,7 +19,8 @@ from datetime import date, datetime
 from typing import Any, Callable, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model.containerd import (
+from nvidia_oci_hook.formats.jsontext import pointer_join
+from nvidia_oci_hook.kinds.containerd import (
     ALL,
     CDI_KEYS,
     CONTAINERD,
@@ -53,7 +54,6 @@ from nvidia_oci_hook.model.containerd import (
     toml_key,
     walk_table,
 )
-from nvidia_oci_hook.model.jsontext import pointer_join
 from nvidia_oci_hook.rules.base import Check, Context, register, rule
 
 KINDS = [CONTAINERD]

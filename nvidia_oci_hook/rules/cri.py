@@ -9,8 +9,8 @@ from typing import Any
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import rewrite_for_existing_root
-from nvidia_oci_hook.model.cdinames import cdi_name_error
-from nvidia_oci_hook.model.cri import CRI_CONTAINER, CRIContainerConfig
+from nvidia_oci_hook.kinds.cdinames import cdi_name_error
+from nvidia_oci_hook.kinds.cri import CRI_CONTAINER, CRIContainerConfig
 from nvidia_oci_hook.rules.base import Context, rule
 
 CRIO_COLLISION_ERROR = (

@@ -18,9 +18,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from nvidia_oci_hook.driver import resolve_driver_root, stray_device_nodes
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model.crio import (
+from nvidia_oci_hook.formats.jsontext import pointer_join
+from nvidia_oci_hook.kinds.crio import (
     CRIO,
     CRIO_CONFIG,
     CRIO_VERSION,
@@ -40,7 +40,7 @@ from nvidia_oci_hook.model.crio import (
     table_header,
     valid_go_duration,
 )
-from nvidia_oci_hook.model.jsontext import pointer_join
+from nvidia_oci_hook.node.driver import resolve_driver_root, stray_device_nodes
 from nvidia_oci_hook.rules.base import Check, Context, register
 
 KINDS = (CRIO, CRIO_CONFIG)

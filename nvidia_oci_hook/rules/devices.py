@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model.devices import DEFAULT_DEVICES, DeviceAccess, cgroup_type, first_by_path
-from nvidia_oci_hook.model.document import OCI_CONFIG
-from nvidia_oci_hook.model.oci import Device, OCIConfig
+from nvidia_oci_hook.kinds.devices import DEFAULT_DEVICES, DeviceAccess, cgroup_type, first_by_path
+from nvidia_oci_hook.kinds.document import OCI_CONFIG
+from nvidia_oci_hook.kinds.oci import Device, OCIConfig
 from nvidia_oci_hook.rules.base import Context, rule
 
 

@@ -6,7 +6,7 @@ These rules have no check function: the loader and the schema validator report t
 from __future__ import annotations
 
 from nvidia_oci_hook.findings import Severity
-from nvidia_oci_hook.model.schema import SCHEMA_FILES
+from nvidia_oci_hook.kinds.schema import SCHEMA_FILES
 from nvidia_oci_hook.rules.base import ANY_KIND, register
 
 register(

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model.cdinames import cdi_name_error
-from nvidia_oci_hook.model.cri import CRI_CONTAINER
-from nvidia_oci_hook.model.devices import (
+from nvidia_oci_hook.formats.jsontext import pointer_join
+from nvidia_oci_hook.kinds.cdinames import cdi_name_error
+from nvidia_oci_hook.kinds.cri import CRI_CONTAINER
+from nvidia_oci_hook.kinds.devices import (
     NVIDIA_UVM,
     NVIDIA_UVM_TOOLS,
     NVIDIACTL,
@@ -16,8 +17,7 @@ from nvidia_oci_hook.model.devices import (
     gpu_index,
     nvidia_node,
 )
-from nvidia_oci_hook.model.document import OCI_CONFIG, OCI_STATE
-from nvidia_oci_hook.model.jsontext import pointer_join
+from nvidia_oci_hook.kinds.document import OCI_CONFIG, OCI_STATE
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.devices import config, devices
 

@@ -15,9 +15,9 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import HostView, rewrite_for_existing_root
-from nvidia_oci_hook.model import hooksd
-from nvidia_oci_hook.model.document import Document
-from nvidia_oci_hook.model.hooksd import (
+from nvidia_oci_hook.kinds import hooksd
+from nvidia_oci_hook.kinds.document import Document
+from nvidia_oci_hook.kinds.hooksd import (
     DOCUMENT,
     HOOKSD,
     HOOKSD_DIRS,

@@ -7,8 +7,8 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import rewrite_for_existing_root
-from nvidia_oci_hook.model.devices import cgroup_type, first_by_path
-from nvidia_oci_hook.model.document import OCI_CONFIG
+from nvidia_oci_hook.kinds.devices import cgroup_type, first_by_path
+from nvidia_oci_hook.kinds.document import OCI_CONFIG
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.devices import config, devices
 from nvidia_oci_hook.rules.hooks import hooks

@@ -6,11 +6,11 @@ import posixpath
 from collections.abc import Iterator
 from typing import Any
 
-from nvidia_oci_hook.driver import FOUND, DriverRootAnswer, resolve_driver_root, stray_device_nodes
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.markers import VALIDATIONS, marker_problems
-from nvidia_oci_hook.model.collection import Collection
+from nvidia_oci_hook.kinds.collection import Collection
+from nvidia_oci_hook.node.driver import FOUND, DriverRootAnswer, resolve_driver_root, stray_device_nodes
+from nvidia_oci_hook.node.markers import VALIDATIONS, marker_problems
 from nvidia_oci_hook.rules.base import Context, rule
 
 NODE = "node"

@@ -14,7 +14,7 @@ from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.engine.pipeline import plan
 from nvidia_oci_hook.engine.records import Plan
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model.document import OCI_CONFIG
+from nvidia_oci_hook.kinds.document import OCI_CONFIG
 from nvidia_oci_hook.rules.base import Context, rule
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.model.document import OCI_STATE
+from nvidia_oci_hook.kinds.document import OCI_STATE
 from nvidia_oci_hook.rules.base import Context, rule
 
 

@@ -1,4 +1,4 @@
-"""model/cdi.py: Go's formatting and YAML resolution, the library's name checks, text refinement, spec directories."""
+"""kinds/cdi.py: Go's formatting and YAML resolution, the library's name checks, text refinement, spec directories."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.lint import LintOptions, load_file
-from nvidia_oci_hook.model.cdi import (
+from nvidia_oci_hook.kinds.cdi import (
     CDI,
     JSON_READ_AS_YAML,
     TEXT,
@@ -31,7 +30,8 @@ from nvidia_oci_hook.model.cdi import (
     refine_document,
     vendor_or_class_error,
 )
-from nvidia_oci_hook.model.document import parse_document
+from nvidia_oci_hook.kinds.document import parse_document
+from nvidia_oci_hook.lint import LintOptions, load_file
 from tests.cdi.corpus import MUTATIONS, dump, nvidia_spec
 from tests.cdi.support import lint_spec
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.cli.test_cli import run, write
 from tests.engine.support import config, device
-from tests.modes.support import fake_runtime, launchers
-from tests.modes.support import run as run_process
+from tests.runtime.support import fake_runtime, launchers
+from tests.runtime.support import run as run_process
 
 
 def _needs_work() -> dict[str, object]:

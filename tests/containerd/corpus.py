@@ -15,8 +15,8 @@ from typing import Optional
 
 from nvidia_oci_hook.findings import Finding
 from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.kinds.containerd import CONTAINERD
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document, load_file
-from nvidia_oci_hook.model.containerd import CONTAINERD
 from nvidia_oci_hook.rules.base import Context
 
 CORPUS = Path(__file__).parent / "corpus"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.model.tomltext import parse_toml
+from nvidia_oci_hook.formats.tomltext import parse_toml
 from tests.containerd.corpus import CORPUS, lint_file
 from tests.containerd.real import Binary, binaries, describe, dump
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nvidia_oci_hook.findings import Severity
-from nvidia_oci_hook.model.document import parse_document
+from nvidia_oci_hook.kinds.document import parse_document
 from tests.containerd.corpus import Entry, entries, lint_file
 
 ENTRIES = entries()

@@ -16,17 +16,17 @@ import pytest
 
 from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.findings import Finding, Severity
+from nvidia_oci_hook.formats.tomltext import parse_toml
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
-from nvidia_oci_hook.model.containerd import (
+from nvidia_oci_hook.kinds.containerd import (
     CONTAINERD,
     cdi_spec_dirs,
     describe_series,
     go_path_match,
     is_containerd_config,
 )
-from nvidia_oci_hook.model.document import parse_document
-from nvidia_oci_hook.model.tomltext import parse_toml
+from nvidia_oci_hook.kinds.document import parse_document
+from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
 from nvidia_oci_hook.rules.base import Context, all_rules
 from tests.containerd.corpus import entries
 from tests.helpers import FakeHost

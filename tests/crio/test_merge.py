@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.lint import LintOptions, load_file
-from nvidia_oci_hook.model.collection import directory_kind_for
-from nvidia_oci_hook.model.crio import (
+from nvidia_oci_hook.formats.tomltext import parse_toml
+from nvidia_oci_hook.kinds.collection import directory_kind_for
+from nvidia_oci_hook.kinds.crio import (
     CRIO_CONFIG,
     CRIO_PART,
     CrioCollection,
@@ -21,8 +21,8 @@ from nvidia_oci_hook.model.crio import (
     read_crio_config,
     toml_1_1_as_1_0,
 )
-from nvidia_oci_hook.model.document import Document
-from nvidia_oci_hook.model.tomltext import parse_toml
+from nvidia_oci_hook.kinds.document import Document
+from nvidia_oci_hook.lint import LintOptions, load_file
 from tests.crio.support import lint_dir, write_tree
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from nvidia_oci_hook.model.schema import SCHEMA_FILES, fast_check, load_schema, schema_problems, validator_for
+from nvidia_oci_hook.kinds.schema import SCHEMA_FILES, fast_check, load_schema, schema_problems, validator_for
 
 from .corpus import base_documents, corpus, targeted, upstream_valid
 

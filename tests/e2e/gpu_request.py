@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.modes.support import launchers, write_config
+from tests.runtime.support import launchers, write_config
 
 SPEC = {
     "cdiVersion": "0.5.0",

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.bundles import Runtime, base_config, bundle_rootfs, privileged, write_bundle
-from tests.modes.support import launchers, write_config
+from tests.runtime.support import launchers, write_config
 
 pytestmark = [pytest.mark.root, pytest.mark.runtime]
 

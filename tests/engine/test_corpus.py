@@ -10,7 +10,7 @@ import pytest
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.engine.pipeline import plan
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.model.schema import fast_check
+from nvidia_oci_hook.kinds.schema import fast_check
 from tests.documents.corpus import corpus
 
 pytestmark = [pytest.mark.runtime, pytest.mark.root]  # the corpus is generated with the real runtimes

@@ -1,4 +1,4 @@
-"""Regular expressions with Go's recorded verdicts, to hold nvidia_oci_hook.model.re2 to Go's regexp.Compile.
+"""Regular expressions with Go's recorded verdicts, to hold nvidia_oci_hook.formats.re2 to Go's regexp.Compile.
 
 The patterns are hand-written probes of every construct of Go's syntax (and of the Perl and Python syntax it
 refuses), plus seeded random strings built from the fragments that parsers disagree on. The verdicts in

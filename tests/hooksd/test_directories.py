@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nvidia_oci_hook.model.collection import directory_kind_for
-from nvidia_oci_hook.model.document import Document, parse_document
-from nvidia_oci_hook.model.hooksd import (
+from nvidia_oci_hook.kinds.collection import directory_kind_for
+from nvidia_oci_hook.kinds.document import Document, parse_document
+from nvidia_oci_hook.kinds.hooksd import (
     DOCUMENT,
     HOOKSD_DIRS,
     NOT_JSON,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.model.document import parse_document
-from nvidia_oci_hook.model.hooksd import (
+from nvidia_oci_hook.kinds.document import parse_document
+from nvidia_oci_hook.kinds.hooksd import (
     HOOK_V1,
     V0,
     V1,

@@ -1,4 +1,4 @@
-"""nvidia_oci_hook.model.re2 against Go's regexp.Compile, as recorded by tests/hooksd/regex_corpus.py."""
+"""nvidia_oci_hook.formats.re2 against Go's regexp.Compile, as recorded by tests/hooksd/regex_corpus.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from nvidia_oci_hook.model import re2
+from nvidia_oci_hook.formats import re2
 from tests.hooksd.regex_corpus import HANDWRITTEN, recorded
 
 VERDICTS = recorded()

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from nvidia_oci_hook.cli import main
-from nvidia_oci_hook.driver import resolve_driver_root
 from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.node.driver import resolve_driver_root
 from tests.helpers import FakeHost
+from tests.node.fake_nvml import fake_nvml_library
 from tests.node.fakenodes import container_driver, host_driver, seed_000, seed_003
 from tests.node.test_lint_node import containerd_node, crio_node, write
-from tests.nvml.support import fake_nvml_library
 
 pytestmark = pytest.mark.root
 

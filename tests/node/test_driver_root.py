@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from nvidia_oci_hook.driver import AMBIGUOUS, FOUND, NONE, resolve_driver_root, stray_device_nodes
 from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.node.driver import AMBIGUOUS, FOUND, NONE, resolve_driver_root, stray_device_nodes
 from tests.helpers import FakeHost
 from tests.node.fakenodes import container_driver, host_driver, seed_000, seed_003
 

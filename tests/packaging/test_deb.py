@@ -129,7 +129,7 @@ def test_commands_run(chroot: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert _version() in result.stdout
     # The wrapper, given nothing to do, answers as a runtime would: it exists and starts.
-    assert _in(chroot, "python3", "-c", "import nvidia_oci_hook.modes.runtime").returncode == 0
+    assert _in(chroot, "python3", "-c", "import nvidia_oci_hook.runtime.wrapper").returncode == 0
 
 
 def test_example_lints_offline(chroot: Path) -> None:

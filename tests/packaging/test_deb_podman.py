@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.model.tomltext import parse_toml
+from nvidia_oci_hook.formats.tomltext import parse_toml
 from tests.e2e.gpu_request import ANNOTATION, PROBE, SPEC
 from tests.packaging.test_deb import deb, timings  # noqa: F401 - fixtures
 from tests.podman_env import IMAGE, run_isolated

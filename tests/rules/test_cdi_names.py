@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from nvidia_oci_hook.model.cdinames import cdi_name_error
+from nvidia_oci_hook.kinds.cdinames import cdi_name_error
 
 
 @pytest.mark.parametrize(

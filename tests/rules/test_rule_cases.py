@@ -296,7 +296,7 @@ OCI_KINDS = {"oci", "oci-state", "*"}
 
 
 def test_every_oci_rule_has_a_case() -> None:
-    # DOC004 needs a 32 MiB file (tests/cli/test_robustness); DOC006 is YAML (tests/model/test_formats).
+    # DOC004 needs a 32 MiB file (tests/cli/test_robustness); DOC006 is YAML (tests/formats/test_formats).
     covered = {case.code for case in CASES} | {"DOC004", "DOC006"}
     assert covered == {rule.code for rule in all_rules() if rule.kinds & OCI_KINDS}
 

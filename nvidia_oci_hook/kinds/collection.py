@@ -1,0 +1,82 @@
+"""Documents that only mean something together: CDI spec directories, hooks.d directories, a whole node.
+
+A directory kind says which files an engine reads from a directory and in what order; the collection it builds
+is checked by rules whose kinds name the directory kind, and whose problems carry the path of the file they
+are about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from nvidia_oci_hook.kinds.document import Document, load_all_kinds
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file or directory an engine passes over, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Collection:
+    kind: str
+    # In the engine's order of priority, lowest first (for CDI: later directories win).
+    directories: list[str]
+    documents: list[Document] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    # Collections inside this one (a node holds its CDI and hooks.d collections).
+    parts: list[Collection] = field(default_factory=list)
+
+    def document(self, path: str) -> Optional[Document]:
+        for document in self.documents:
+            if document.path == path:
+                return document
+        for part in self.parts:
+            found = part.document(path)
+            if found is not None:
+                return found
+        return None
+
+
+# Loads one file as the given document kind; provided by the linter (bounded reads, size limits, display paths).
+Loader = Callable[[str, str], Document]
+
+
+@dataclass(frozen=True)
+class DirectoryKind:
+    name: str
+    member_kind: str
+    title: str
+    # Whether a directory given on the command line (without --kind) holds this kind of document.
+    claims: Callable[[str], bool]
+    # Reads directories (lowest priority first) the way the engine does.
+    read: Callable[[Sequence[str], Loader], Collection]
+    order: int = 50
+
+
+_DIRECTORY_KINDS: dict[str, DirectoryKind] = {}
+
+
+def register_directory_kind(kind: DirectoryKind) -> DirectoryKind:
+    _DIRECTORY_KINDS[kind.name] = kind
+    return kind
+
+
+def directory_kinds() -> list[DirectoryKind]:
+    load_all_kinds()
+    return sorted(_DIRECTORY_KINDS.values(), key=lambda k: (k.order, k.name))
+
+
+def directory_kind_for(path: str, member_kind: Optional[str]) -> Optional[DirectoryKind]:
+    for kind in directory_kinds():
+        if member_kind is not None:
+            if kind.member_kind == member_kind:
+                return kind
+        elif kind.claims(path):
+            return kind
+    return None

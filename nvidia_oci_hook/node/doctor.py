@@ -1,0 +1,381 @@
+"""`doctor`: the node's GPU plumbing checked as a whole, each check with its status, evidence and fix.
+
+The checks run in cause-before-consequence order (where the driver is, what the markers say, what sits in /dev,
+what NVML would do, then the CDI specs and engine configs built on all that), and the report lists problems
+first, so its first lines name the cause. `--fix` performs only repairs that take nothing the node needs:
+markers that contradict the evidence (the operator's validator writes them again), stray nodes that are the
+same device as the driver root's own, CDI specs moved to the driver root that holds their paths.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from nvidia_oci_hook.config import Settings
+from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.kinds.devices import NVIDIA_MAJOR, gpu_index
+from nvidia_oci_hook.node.driver import AMBIGUOUS, FOUND, DriverRootAnswer, duplicates_driver_node, resolve_driver_root
+from nvidia_oci_hook.node.driver import stray_device_nodes as find_stray_nodes
+from nvidia_oci_hook.node.markers import boot_time, marker_problems
+from nvidia_oci_hook.node.nvml import PARAMS, modify_device_files, read_nvml
+
+OK = "ok"
+WARNING = "warning"
+ERROR = "error"
+UNKNOWN = "unknown"
+_ORDER = {ERROR: 0, WARNING: 1, UNKNOWN: 2, OK: 3}
+CRIO_COLLISION_ERROR = (
+    "privileged container was configured with a device container path that already exists on the host"
+)
+
+
+@dataclass
+class Repair:
+    description: str
+    perform: Callable[[], None]
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    summary: str
+    evidence: list[str] = field(default_factory=list)
+    fix: Optional[str] = None
+    repairs: list[Repair] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "fix": self.fix,
+            "repairs": [repair.description for repair in self.repairs],
+        }
+
+
+def _dev(root: Optional[str]) -> str:
+    return posixpath.join(root or "/", "dev")
+
+
+def _shown(host: HostView, path: str) -> str:
+    return path if host.root == "/" else posixpath.join(host.root, path.lstrip("/"))
+
+
+def _unlink(host: HostView, path: str) -> Callable[[], None]:
+    def perform() -> None:
+        parent = host.real_path(posixpath.dirname(path))
+        if parent is not None:
+            os.unlink(os.path.join(parent, posixpath.basename(path)))
+
+    return perform
+
+
+def driver_root_check(answer: DriverRootAnswer) -> Check:
+    if answer.status == FOUND:
+        dev_root = answer.dev_root()
+        return Check(
+            "driver-root",
+            OK,
+            f"driver under {answer.root}, device nodes under {_dev(dev_root)}",
+            answer.evidence_lines(),
+        )
+    fix = (
+        "keep one driver: uninstall the host driver or disable the GPU Operator's driver container"
+        if answer.status == AMBIGUOUS
+        else "install the driver, or add its root to driver_roots in /etc/nvidia-oci-hook/config.yaml"
+    )
+    return Check("driver-root", ERROR, f"driver root {answer.status}: {answer.reason}", answer.evidence_lines(), fix)
+
+
+def kernel_module_check(answer: DriverRootAnswer) -> Check:
+    if answer.module_loaded:
+        return Check("kernel-module", OK, answer.module_version or "the NVIDIA kernel module is loaded")
+    status = ERROR if answer.status == FOUND else UNKNOWN
+    return Check(
+        "kernel-module",
+        status,
+        "the NVIDIA kernel module is not loaded (/proc/driver/nvidia/version is missing)",
+        fix="load it (modprobe nvidia), or let the driver container load it",
+    )
+
+
+def markers_check(host: HostView, answer: DriverRootAnswer) -> Check:
+    if answer.status != FOUND:
+        return Check("validation-markers", UNKNOWN, "not judged: the driver root is not known")
+    booted = boot_time(host)
+    problems = marker_problems(host, answer, booted)
+    note = [] if booted is not None else ["boot time unknown (no /proc/stat btime): staleness not judged"]
+    if not problems:
+        return Check("validation-markers", OK, "the validation markers agree with the evidence", note)
+    markers = sorted({problem.marker for problem in problems})
+    return Check(
+        "validation-markers",
+        ERROR,
+        problems[0].message,
+        [f"{_shown(host, p.marker)}: {p.kind}" + ("" if p is problems[0] else f": {p.message}") for p in problems]
+        + note,
+        f"rm -f {' '.join(_shown(host, m) for m in markers)}, then delete the nvidia-operator-validator and "
+        "device-plugin pods so that they validate again",
+        [Repair(f"remove {_shown(host, marker)}", _unlink(host, marker)) for marker in markers],
+    )
+
+
+def _cdi_mappings(host: HostView, settings: Settings) -> dict[str, list[str]]:
+    """Container path -> the CDI specs that map it from another host path (what a device plugin passes as a CRI
+    device with host_path != container_path)."""
+    from nvidia_oci_hook.engine.cdi import read_cache
+
+    found: dict[str, list[str]] = {}
+    cache = read_cache(host, settings.cdi_spec_dirs)
+    for qualified, (spec, name) in cache.devices.items():
+        for block in (spec.edits, spec.devices[name]):
+            for node in block.get("deviceNodes", []):
+                host_path = node.get("hostPath") or node["path"]
+                if host_path != node["path"]:
+                    found.setdefault(node["path"], []).append(f"{qualified} in {spec.path} (from {host_path})")
+    return found
+
+
+def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settings) -> Check:
+    if answer.status != FOUND:
+        return Check("stray-device-nodes", UNKNOWN, "not judged: the driver root is not known")
+    strays = find_stray_nodes(host, answer)
+    if not strays:
+        return Check("stray-device-nodes", OK, f"no NVIDIA nodes in the host's /dev besides {_dev(answer.dev_root())}")
+    mappings = _cdi_mappings(host, settings)
+    evidence = []
+    repairs = []
+    for path in strays:
+        identity = host.link_identity(path)
+        line = f"{_shown(host, path)} ({identity.describe() if identity else '?'})"
+        if duplicates_driver_node(host, answer, path):
+            line += f": the same device as {answer.dev_root()}{path}"
+            repairs.append(Repair(f"remove {_shown(host, path)}", _unlink(host, path)))
+        else:
+            line += f": not the same device as {answer.dev_root()}{path}, left alone"
+        for mapping in mappings.get(path, []):
+            line += f"; CDI device {mapping} trips cri-o's check when given as a CRI device to a privileged container"
+        evidence.append(line)
+    return Check(
+        "stray-device-nodes",
+        ERROR,
+        f"{len(strays)} NVIDIA node{'s' if len(strays) != 1 else ''} in the host's /dev while the driver's are under "
+        f"{_dev(answer.dev_root())}: cri-o refuses privileged GPU containers ('{CRIO_COLLISION_ERROR}')",
+        evidence,
+        f"rm {' '.join(_shown(host, p) for p in strays)} with no GPU pod running; stop NVML from creating them "
+        "(ModifyDeviceFiles=0, or do not mount the host's /dev into GPU pods)",
+        repairs,
+    )
+
+
+def modify_device_files_check(host: HostView, answer: DriverRootAnswer) -> Check:
+    value = modify_device_files(host)
+    if value is None:
+        return Check("modify-device-files", UNKNOWN, f"no ModifyDeviceFiles in {PARAMS} (module not loaded?)")
+    if not value:
+        return Check("modify-device-files", OK, "ModifyDeviceFiles: 0 (NVML does not create device nodes)")
+    if answer.root in (None, "/"):
+        return Check(
+            "modify-device-files", OK, "ModifyDeviceFiles: 1 (NVML may create /dev/nvidia*, where the driver's are)"
+        )
+    return Check(
+        "modify-device-files",
+        WARNING,
+        f"ModifyDeviceFiles: 1 while the driver lives under {answer.root}: NVML called in a pod that mounts the "
+        "host's /dev creates /dev/nvidia* on the host",
+        [f"{_shown(host, PARAMS)}: ModifyDeviceFiles: 1"],
+        "load the module with NVreg_ModifyDeviceFiles=0 (the driver container's kernel module parameters), and do "
+        "not mount the host's /dev into GPU pods",
+    )
+
+
+def dev_char_check(host: HostView, answer: DriverRootAnswer) -> Check:
+    dev_root = answer.dev_root()
+    if dev_root is None:
+        return Check("dev-char-links", UNKNOWN, "not judged: the driver root is not known")
+    directory = posixpath.join(dev_root, "dev")
+    missing = []
+    for name in host.list_dir(directory):
+        if name != "nvidiactl" and not name.startswith("nvidia-uvm") and gpu_index(f"/dev/{name}") is None:
+            continue
+        identity = host.identity(posixpath.join(directory, name))
+        if identity is None or identity.type != "c":
+            continue
+        link = f"/dev/char/{identity.major}:{identity.minor}"
+        if host.link_identity(link) is None:
+            missing.append(f"{link} for {posixpath.join(directory, name)}")
+    if not missing:
+        return Check("dev-char-links", OK, "every NVIDIA node has its /dev/char link")
+    return Check(
+        "dev-char-links",
+        WARNING,
+        f"{len(missing)} NVIDIA node{'s' if len(missing) != 1 else ''} without a /dev/char link: containers lose "
+        "their GPUs when systemd reloads their cgroups",
+        missing,
+        "nvidia-ctk system create-dev-char-symlinks --create-all (and the udev rule it documents)",
+    )
+
+
+def nvml_check(host: HostView, answer: DriverRootAnswer, settings: Settings, library: Optional[str]) -> Check:
+    # NVML may create /dev/nvidia* here; they are removed again where they do not belong (driver root not /).
+    view = read_nvml(host, remove_created=answer.root not in (None, "/"), library=library)
+    created = [f"NVML created {_shown(host, path)}" for path in view.created_nodes]
+    created += [f"removed {_shown(host, path)} again" for path in view.removed_nodes]
+    if not view.available:
+        return Check("nvml", UNKNOWN, f"NVML not read: {view.reason}", created)
+    evidence = [f"driver {view.driver_version}"] + [
+        f"GPU {gpu.index}: minor {gpu.minor}, {gpu.uuid}, {gpu.name}"
+        + (f", MIG {'on' if gpu.mig_mode else 'off'}" if gpu.mig_mode is not None else "")
+        for gpu in view.gpus
+    ]
+    stale = _stale_cdi_devices(host, settings, {gpu.minor for gpu in view.gpus}, {gpu.uuid for gpu in view.gpus})
+    if stale:
+        return Check(
+            "nvml",
+            ERROR,
+            f"{len(stale)} CDI {'device names' if len(stale) == 1 else 'devices name'} GPUs NVML does not see: "
+            f"{stale[0]}",
+            evidence + stale + created,
+            "regenerate the CDI spec (nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml)",
+        )
+    status = WARNING if view.created_nodes and not view.removed_nodes else OK
+    summary = f"driver {view.driver_version}, {len(view.gpus)} GPU{'s' if len(view.gpus) != 1 else ''}"
+    if view.created_nodes:
+        summary += f"; NVML created {len(view.created_nodes)} node(s) in /dev"
+    return Check("nvml", status, summary, evidence + created)
+
+
+def _stale_cdi_devices(host: HostView, settings: Settings, minors: set[int], uuids: set[str]) -> list[str]:
+    from nvidia_oci_hook.engine.cdi import read_cache
+
+    stale = []
+    cache = read_cache(host, settings.cdi_spec_dirs)
+    for qualified, (spec, name) in sorted(cache.devices.items()):
+        if name.startswith("GPU-") and name not in uuids:
+            stale.append(f"{qualified} ({spec.path}): no GPU has UUID {name}")
+            continue
+        for node in spec.devices[name].get("deviceNodes", []):
+            index = gpu_index(node["path"])
+            minor = node.get("minor") if node.get("major") == NVIDIA_MAJOR else index
+            if index is not None and minor not in minors:
+                stale.append(f"{qualified} ({spec.path}): {node['path']} is minor {minor}, which no GPU has")
+    return stale
+
+
+def cdi_specs_check(host: HostView, settings: Settings) -> Check:
+    from nvidia_oci_hook.node.cdi_reconcile import plan_spec_dirs, write_plans
+
+    plans = plan_spec_dirs(host, settings.cdi_spec_dirs, settings.driver_roots)
+    changes = [f"{_shown(host, plan.path)}: {change}" for plan in plans for change in plan.changes]
+    problems = [f"{_shown(host, plan.path)}: {problem}" for plan in plans for problem in plan.problems]
+    fixable = [plan for plan in plans if plan.new_text is not None]
+    if not changes and not problems:
+        return Check("cdi-specs", OK, f"{len(plans)} CDI spec file(s) match this node's driver root")
+    repairs = [
+        Repair(f"rewrite {_shown(host, plan.path)} ({len(plan.changes)} change(s))", _writer(host, plan, write_plans))
+        for plan in fixable
+    ]
+    first = (problems or changes)[0]
+    return Check(
+        "cdi-specs",
+        ERROR,
+        f"CDI specs name paths this node does not have: {first}",
+        changes + problems,
+        "nvidia-oci-hook cdi reconcile (or regenerate: nvidia-ctk cdi generate)",
+        repairs,
+    )
+
+
+def _writer(host: HostView, plan: Any, write_plans: Callable[[HostView, list[Any]], None]) -> Callable[[], None]:
+    return lambda: write_plans(host, [plan])
+
+
+def engine_configs_check(host_root: str, settings: Settings) -> Check:
+    from nvidia_oci_hook.findings import Severity
+    from nvidia_oci_hook.lint import LintOptions, lint_paths
+
+    options = LintOptions(host_root=host_root, driver_roots=settings.driver_roots, node=True, settings=settings)
+    run = lint_paths([], options)
+    errors = [
+        f"{finding.path}{':' + str(finding.line) if finding.line else ''}: {finding.code} {finding.message}"
+        for result in run.files
+        for finding in result.findings
+        if finding.severity >= Severity.ERROR
+    ]
+    if not errors:
+        return Check("engine-configs", OK, f"lint --node: no error in {len(run.files)} document(s)")
+    return Check(
+        "engine-configs",
+        ERROR,
+        f"lint --node: {len(errors)} error{'s' if len(errors) != 1 else ''}; first: {errors[0]}",
+        errors[:20] + ([f"and {len(errors) - 20} more"] if len(errors) > 20 else []),
+        f"nvidia-oci-hook lint --node --host-root {host_root} shows each with its fix",
+    )
+
+
+def run_checks(
+    host_root: str, settings: Settings, nvml: bool = True, nvml_library: Optional[str] = None
+) -> list[Check]:
+    host = HostView(host_root)
+    answer = resolve_driver_root(host, settings.driver_roots)
+    checks = [
+        driver_root_check(answer),
+        kernel_module_check(answer),
+        markers_check(host, answer),
+        stray_nodes_check(host, answer, settings),
+        modify_device_files_check(host, answer),
+        dev_char_check(host, answer),
+    ]
+    if nvml:
+        checks.append(nvml_check(host, answer, settings, nvml_library))
+    else:
+        checks.append(Check("nvml", UNKNOWN, "not read: --host-root is not / (NVML would report this machine)"))
+    checks.append(cdi_specs_check(host, settings))
+    # The engines' configs are linted on a fresh view: the repairs above may have changed the node.
+    checks.append(engine_configs_check(host_root, settings))
+    return checks
+
+
+def ordered(checks: Sequence[Check]) -> list[Check]:
+    return sorted(checks, key=lambda check: _ORDER[check.status])
+
+
+def overall(checks: Sequence[Check]) -> str:
+    statuses = {check.status for check in checks}
+    return ERROR if ERROR in statuses else WARNING if WARNING in statuses else OK
+
+
+def render_text(checks: Sequence[Check]) -> str:
+    lines = []
+    for check in ordered(checks):
+        lines.append(f"[{check.status}] {check.name}: {check.summary}")
+        lines.extend(f"    {line}" for line in check.evidence)
+        if check.fix and check.status != OK:
+            lines.append(f"    fix: {check.fix}")
+    counts = {status: sum(check.status == status for check in checks) for status in (ERROR, WARNING, UNKNOWN, OK)}
+    lines.append(
+        ", ".join(f"{count} {status}" for status, count in counts.items() if count) + f" in {len(checks)} checks"
+    )
+    return "\n".join(lines) + "\n"
+
+
+# The checks without which the node cannot be called healthy; the others may be unknown (NVML not installed).
+CORE_CHECKS = ("driver-root", "kernel-module", "validation-markers", "stray-device-nodes")
+
+
+def render_npd(checks: Sequence[Check]) -> tuple[str, int]:
+    """node-problem-detector's custom plugin protocol: one line, exit 0 OK, 1 problem, 2 unknown."""
+    problems = [check for check in ordered(checks) if check.status in (ERROR, WARNING)]
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return f"{problems[0].name}: {problems[0].summary}{more}", 1
+    unknown = [check for check in checks if check.name in CORE_CHECKS and check.status == UNKNOWN]
+    if unknown:
+        return f"{unknown[0].name}: {unknown[0].summary}", 2
+    return f"GPU node OK: {checks[0].summary}", 0

@@ -1,0 +1,150 @@
+"""`lint --node`: find the documents that decide what a GPU container gets on this node, where each engine
+really reads them, and gather them into one collection for the per-document and cross-document rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from nvidia_oci_hook.formats.tomltext import parse_toml
+from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.kinds.collection import Collection, Loader, Skipped, directory_kinds
+from nvidia_oci_hook.rules.node import NODE, shown
+
+CRIO_MAIN = "/etc/crio/crio.conf"
+CRIO_DROPINS = "/etc/crio/crio.conf.d"
+CONTAINERD_CONFIG = "/etc/containerd/config.toml"
+CONTAINERS_CONF = "/etc/containers/containers.conf"
+# cri-o, and podman 4 (containers/common 0.50, measured), read only this hooks directory unless hooks_dir
+# says otherwise.
+CRIO_DEFAULT_HOOKS_DIRS = ("/usr/share/containers/oci/hooks.d",)
+PODMAN_DEFAULT_HOOKS_DIRS = ("/usr/share/containers/oci/hooks.d",)
+DEFAULT_CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+
+
+@dataclass
+class NodeFacts:
+    """What the engines' configurations say about where to look next."""
+
+    hooks_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # engine -> its hooks dirs
+    cdi_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # engine -> its CDI spec dirs
+
+
+def _strings(value: Any) -> Optional[tuple[str, ...]]:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    return None
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _directory_kind(member_kind: str) -> Any:
+    for kind in directory_kinds():
+        if kind.member_kind == member_kind:
+            return kind
+    return None
+
+
+def discover_node(host: HostView, loader: Loader) -> Collection:
+    """Every engine configuration, hooks directory and CDI spec directory under the host root."""
+    node = Collection(NODE, [host.root])
+    facts = NodeFacts()
+    _read_crio(host, loader, node, facts)
+    _read_containerd(host, loader, node, facts)
+    _read_podman(host, loader, node, facts)
+    _read_hooks(host, loader, node, facts)
+    _read_cdi(host, loader, node, facts)
+    return node
+
+
+def _missing(host: HostView, node: Collection, path: str, why: str) -> None:
+    node.skipped.append(Skipped(shown(host, path), why))
+
+
+def _read_crio(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
+    if not host.exists(CRIO_MAIN) and not host.exists(CRIO_DROPINS):
+        _missing(host, node, CRIO_MAIN, "not present: cri-o is not configured here")
+        return
+    import nvidia_oci_hook.kinds.crio as crio
+
+    collection: Collection = crio.read_crio_config(shown(host, CRIO_MAIN), shown(host, CRIO_DROPINS), loader)
+    node.parts.append(collection)
+    effective = crio.effective_config(collection)
+    runtime = _dig(effective, "crio", "runtime")
+    facts.hooks_dirs["cri-o"] = _strings(_dig(runtime, "hooks_dir")) or CRIO_DEFAULT_HOOKS_DIRS
+    facts.cdi_dirs["cri-o"] = _strings(_dig(runtime, "cdi_spec_dirs")) or DEFAULT_CDI_SPEC_DIRS
+
+
+def _read_containerd(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
+    if not host.exists(CONTAINERD_CONFIG):
+        _missing(host, node, CONTAINERD_CONFIG, "not present: containerd runs on its defaults, or is not here")
+        return
+    import nvidia_oci_hook.kinds.containerd as containerd
+
+    document = loader(shown(host, CONTAINERD_CONFIG), "containerd")
+    node.documents.append(document)
+    facts.cdi_dirs["containerd"] = containerd.cdi_spec_dirs(document.value) or DEFAULT_CDI_SPEC_DIRS
+
+
+def _read_podman(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
+    configured: Optional[tuple[str, ...]] = None
+    text = host.read_text(CONTAINERS_CONF)
+    if text is not None:
+        parsed = parse_toml(text.encode())
+        configured = _strings(_dig(parsed.value, "engine", "hooks_dir"))
+    if host.exists("/usr/bin/podman") or text is not None:
+        facts.hooks_dirs["podman"] = configured or PODMAN_DEFAULT_HOOKS_DIRS
+
+
+def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
+    import nvidia_oci_hook.kinds.hooksd as hooksd
+
+    # Engines that read the same directories share one reading; cri-o's stricter rules apply if it is one of them.
+    readers: dict[tuple[str, ...], list[str]] = {}
+    for engine, directories in facts.hooks_dirs.items():
+        readers.setdefault(directories, []).append(engine)
+    for directories, engines in readers.items():
+        present = [d for d in directories if host.exists(d)]
+        for directory in directories:
+            if directory not in present:
+                _missing(host, node, directory, f"not present ({' and '.join(engines)} hooks directory)")
+        if present:
+            node.parts.append(
+                hooksd.read_hooks_dirs([shown(host, d) for d in present], loader, crio_reads="cri-o" in engines)
+            )
+
+
+def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
+    import nvidia_oci_hook.kinds.cdi as cdi
+
+    seen: list[tuple[str, ...]] = []
+    for engine, directories in (facts.cdi_dirs or {"default": DEFAULT_CDI_SPEC_DIRS}).items():
+        if directories in seen:
+            continue
+        seen.append(directories)
+        present = [d for d in directories if host.exists(d)]
+        for directory in directories:
+            if directory not in present:
+                _missing(host, node, directory, f"not present ({engine} CDI spec directory)")
+        if present:
+            node.parts.append(cdi.read_spec_dirs([shown(host, d) for d in present], loader))
+
+
+def looked_at_in(node: Collection) -> list[tuple[str, str]]:
+    """(path, what) for every file read and every standard location found absent, for the report."""
+    entries: list[tuple[str, str]] = []
+
+    def walk(collection: Collection) -> None:
+        entries.extend((document.path, document.kind) for document in collection.documents)
+        entries.extend((item.path, item.reason) for item in collection.skipped)
+        for part in collection.parts:
+            walk(part)
+
+    walk(node)
+    return sorted(entries)

@@ -1,0 +1,236 @@
+"""read_nvml through the real pynvml, against the fake library of tests/node/fake_nvml.c."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.node.nvml import MISSING_PYNVML, NvmlGpu, read_nvml
+from tests.helpers import FakeHost
+from tests.node.fake_nvml import fake_nvml_library
+
+try:
+    import pynvml  # type: ignore[import-untyped]
+except ImportError:
+    pytest.fail("tests/node/test_nvml.py needs nvidia-ml-py in this interpreter (tests/node/setup.sh installs it)", pytrace=False)
+
+UUID0 = "GPU-11111111-1111-1111-1111-111111111111"
+UUID1 = "GPU-22222222-2222-2222-2222-222222222222"
+UUID2 = "GPU-33333333-3333-3333-3333-333333333333"
+
+
+@pytest.fixture(scope="session")
+def library(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(fake_nvml_library(tmp_path_factory))
+
+
+@pytest.fixture(autouse=True)
+def clean_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No FAKE_NVML_* from outside; pynvml left as each test found it, even when read_nvml is wrong."""
+    for name in list(os.environ):
+        if name.startswith("FAKE_NVML_"):
+            monkeypatch.delenv(name)
+    loaded = pynvml.nvmlLib
+    yield
+    pynvml.nvmlLib = loaded
+    pynvml._nvmlGetFunctionPointer_cache.clear()
+
+
+def created_in(fake_host: FakeHost, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make the fake create its nodes in the fake root's /dev, as NVML would on the host's."""
+    dev = fake_host.root / "dev"
+    dev.mkdir(exist_ok=True)
+    monkeypatch.setenv("FAKE_NVML_CREATE_NODES_IN", str(dev))
+    return dev
+
+
+def test_view_lists_driver_gpus_and_mig_modes(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_DRIVER", "570.86.15")
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"3:{UUID0},0:{UUID1}:NVIDIA H100 80GB HBM3,1:{UUID2}")
+    monkeypatch.setenv("FAKE_NVML_MIG", "1")
+    monkeypatch.setenv("FAKE_NVML_MIG_PENDING", "2")
+    monkeypatch.setenv("FAKE_NVML_MIG_UNSUPPORTED", "0")
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=False, library=library)
+    assert view.available, view.reason
+    assert view.reason == ""
+    assert view.driver_version == "570.86.15"
+    assert view.gpus == [
+        NvmlGpu(index=0, minor=3, uuid=UUID0, name="NVIDIA Fake GPU", mig_current=None, mig_pending=None),
+        NvmlGpu(index=1, minor=0, uuid=UUID1, name="NVIDIA H100 80GB HBM3", mig_current=True, mig_pending=True),
+        NvmlGpu(index=2, minor=1, uuid=UUID2, name="NVIDIA Fake GPU", mig_current=False, mig_pending=True),
+    ]
+    assert [gpu.mig_mode for gpu in view.gpus] == [None, True, False]
+    assert view.created_nodes == []
+    assert view.removed_nodes == []
+
+
+def test_each_read_sees_the_configuration_of_its_own_init(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = HostView(str(fake_host.root))
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1}")
+    assert [gpu.uuid for gpu in read_nvml(host, remove_created=False, library=library).gpus] == [UUID0, UUID1]
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"7:{UUID2}")
+    monkeypatch.setenv("FAKE_NVML_DRIVER", "535.0")
+    view = read_nvml(host, remove_created=False, library=library)
+    assert (view.driver_version, [(gpu.minor, gpu.uuid) for gpu in view.gpus]) == ("535.0", [(7, UUID2)])
+
+
+def test_the_given_library_is_used_for_the_read_only(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pynvml caches resolved functions next to its library; both must be as they were, or a later read without
+    # a library would still call into the fake.
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0}")
+    before = pynvml.nvmlLib
+    assert read_nvml(HostView(str(fake_host.root)), remove_created=False, library=library).available
+    assert pynvml.nvmlLib is before
+    assert pynvml._nvmlGetFunctionPointer_cache == {}
+
+
+@pytest.mark.root
+def test_created_nodes_are_reported_and_removed(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch, as_root: None
+) -> None:
+    dev = created_in(fake_host, monkeypatch)
+    fake_host.device("/dev/nvidia0", "c", 195, 0).file("/dev/null")
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1}")
+    host = HostView(str(fake_host.root))
+    # A view that already saw the node missing (and cached that) must still find it once NVML made it.
+    assert not host.exists("/dev/nvidia1")
+    view = read_nvml(host, remove_created=True, library=library)
+    assert view.available, view.reason
+    assert view.created_nodes == ["/dev/nvidia1", "/dev/nvidiactl"]
+    assert view.removed_nodes == ["/dev/nvidia1", "/dev/nvidiactl"]
+    assert view.removal_errors == {}
+    # The node that was there before NVML ran is the node's own and stays.
+    assert sorted(os.listdir(dev)) == ["null", "nvidia0"]
+
+
+@pytest.mark.root
+def test_created_nodes_are_kept_without_remove_created(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch, as_root: None
+) -> None:
+    dev = created_in(fake_host, monkeypatch)
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},2:{UUID1}")
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=False, library=library)
+    assert view.available, view.reason
+    assert view.created_nodes == ["/dev/nvidia0", "/dev/nvidia2", "/dev/nvidiactl"]
+    assert view.removed_nodes == []
+    numbers = {}
+    for name in sorted(os.listdir(dev)):
+        info = os.lstat(dev / name)
+        assert stat.S_ISCHR(info.st_mode), name
+        numbers[name] = (os.major(info.st_rdev), os.minor(info.st_rdev))
+    assert numbers == {"nvidia0": (195, 0), "nvidia2": (195, 2), "nvidiactl": (195, 255)}
+
+
+@pytest.mark.root
+def test_nodes_are_found_through_a_linked_dev(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch, as_root: None
+) -> None:
+    # The host's /dev resolved inside the host root, as every other host path is.
+    real = fake_host.root / "real-dev"
+    real.mkdir()
+    fake_host.symlink("/dev", "/real-dev")
+    monkeypatch.setenv("FAKE_NVML_CREATE_NODES_IN", str(real))
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0}")
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=True, library=library)
+    assert view.removed_nodes == ["/dev/nvidia0", "/dev/nvidiactl"]
+    assert os.listdir(real) == []
+
+
+def test_missing_pynvml_is_reported(fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=True, library=library)
+    assert not view.available
+    assert view.reason == MISSING_PYNVML
+    assert view.gpus == []
+    assert view.driver_version is None
+
+
+def test_init_failure_gives_nvml_error_text(fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0}")
+    monkeypatch.setenv("FAKE_NVML_FAIL_INIT", "1")
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=False, library=library)
+    assert not view.available
+    assert view.reason == "nvmlInit: Driver Not Loaded"
+    assert view.gpus == []
+
+
+@pytest.mark.root
+def test_nodes_created_before_a_failed_init_are_still_accounted(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch, as_root: None
+) -> None:
+    dev = created_in(fake_host, monkeypatch)
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0}")
+    monkeypatch.setenv("FAKE_NVML_FAIL_INIT", "1")
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=True, library=library)
+    assert not view.available
+    assert view.removed_nodes == view.created_nodes == ["/dev/nvidia0", "/dev/nvidiactl"]
+    assert os.listdir(dev) == []
+
+
+def test_a_failing_gpu_names_the_call_and_keeps_what_was_read(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = HostView(str(fake_host.root))
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1}")
+    monkeypatch.setenv("FAKE_NVML_LOST", "1")
+    view = read_nvml(host, remove_created=False, library=library)
+    assert not view.available
+    assert view.reason == "GPU 1: nvmlDeviceGetMinorNumber: GPU is lost"
+    assert [gpu.uuid for gpu in view.gpus] == [UUID0]
+    # NVML was shut down despite the error: the next read initialises afresh and succeeds.
+    monkeypatch.delenv("FAKE_NVML_LOST")
+    assert read_nvml(host, remove_created=False, library=library).available
+
+
+def test_an_unloadable_library_is_reported(fake_host: FakeHost, tmp_path: Path) -> None:
+    missing = tmp_path / "libnvidia-ml.so.1"
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=False, library=str(missing))
+    assert not view.available
+    assert view.reason.startswith(f"cannot load {missing} as the NVML library: ")
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [("ModifyDeviceFiles: 1\nDeviceFileMode: 438\n", True), ("ModifyDeviceFiles: 0\n", False), (None, None)],
+)
+def test_modify_device_files_is_read_from_the_hosts_params(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch, params: Optional[str], expected: Optional[bool]
+) -> None:
+    if params is not None:
+        fake_host.text("/proc/driver/nvidia/params", params)
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=False, library=library)
+    assert view.modify_device_files is expected
+
+
+def test_the_fake_answers_nvml_errors_for_bad_arguments(library: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0}")
+    pynvml.nvmlLib = ctypes.CDLL(library)
+    pynvml._nvmlGetFunctionPointer_cache.clear()
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        pynvml.nvmlDeviceGetCount()
+    pynvml.nvmlInit()
+    try:
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            pynvml.nvmlDeviceGetHandleByIndex(1)
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            pynvml.nvmlDeviceGetUUID(pynvml.c_nvmlDevice_t())
+        assert pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(0)) == UUID0
+    finally:
+        pynvml.nvmlShutdown()
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        pynvml.nvmlShutdown()
