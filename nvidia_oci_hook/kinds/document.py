@@ -106,8 +106,8 @@ def load_all_kinds() -> None:
     from nvidia_oci_hook import formats, kinds
 
     for package in (formats, kinds):
-        for module in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{package.__name__}.{module.name}")
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            importlib.import_module(module.name)
 
 
 def format_for(path: str, kind: Optional[Kind]) -> str:

@@ -132,8 +132,9 @@ def all_rules() -> list[Rule]:
 
         from nvidia_oci_hook import rules
 
-        for module in pkgutil.iter_modules(rules.__path__):
-            importlib.import_module(f"{rules.__name__}.{module.name}")
+        # A family too large for one module is a package of concerns: walk into it.
+        for module in pkgutil.walk_packages(rules.__path__, f"{rules.__name__}."):
+            importlib.import_module(module.name)
     return sorted(_REGISTRY.values(), key=lambda r: r.code)
 
 
