@@ -3,8 +3,8 @@
 # packages it. Idempotent: does nothing when the binary is there and was built from the current sources.
 #
 # Debian 12 ships the library at 0.5.2 and no Go new enough for newer releases, so everything is fetched with a
-# private apt state (the system's apt configuration is not touched) from the same mirror as the configured
-# sources, unpacked with dpkg -x and built offline in GOPATH mode:
+# private apt state (scripts/debian-suites.sh: the system's apt configuration is not touched), unpacked with
+# dpkg -x and built offline in GOPATH mode:
 #   - the Go toolchain (golang-1.24) and every dependency from trixie (Debian 13, a stable release);
 #   - the library itself, golang-tags.cncf-container-device-interface-dev at upstream release 1.0.1, from
 #     forky (testing) or sid. The version is pinned: the tests model exactly this release.
@@ -30,32 +30,12 @@ if [ "${1:-}" != build ]; then
     exit 0
 fi
 
-# The Debian archive's address, as the system's apt sources name it (one-line or deb822 format).
-mirror=$(
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        awk '
-            /^deb[ \t]/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($(i + 1) ~ /^(bookworm|trixie)$/) { print $i; exit } break } }
-            /^URIs:/ { uri = $2 }
-            /^Suites:/ && uri != "" { for (i = 2; i <= NF; i++) if ($i ~ /^(bookworm|trixie)$/) { print uri; exit } }
-            /^[ \t]*$/ { uri = "" }
-        '
-)
-mirror=${mirror:-http://deb.debian.org/debian}
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-
 rm -rf "$tools"
-mkdir -p "$tools/apt/lists/partial" "$tools/apt/cache/archives/partial" "$tools/debs" "$tools/root" "$tools/bin"
-for suite in trixie forky sid; do
-    echo "deb [signed-by=$keyring] $mirror $suite main"
-done >"$tools/apt/sources.list"
-apt_options="-o Dir::State::Lists=$PWD/$tools/apt/lists -o Dir::Etc::SourceList=$PWD/$tools/apt/sources.list
-    -o Dir::Etc::SourceParts=/dev/null -o Dir::Cache=$PWD/$tools/apt/cache -o Dir::State::status=/dev/null
-    -o APT::Sandbox::User=root -o Debug::NoLocking=1"
-echo "tests/cdi/setup.sh: fetching the Go toolchain and the CDI library $cdi_release from $mirror"
+mkdir -p "$tools/debs" "$tools/root" "$tools/bin"
+. scripts/debian-suites.sh
+private_apt_state "$tools/apt" trixie forky sid
 # shellcheck disable=SC2086
-apt-get $apt_options update -qq >/dev/null
-# shellcheck disable=SC2086
-cdi_version=$(apt-cache $apt_options madison golang-tags.cncf-container-device-interface-dev |
+cdi_version=$(apt-cache $PRIVATE_APT madison golang-tags.cncf-container-device-interface-dev |
     awk -F'|' -v r="$cdi_release" '{ gsub(/ /, "", $2) } index($2, r "-") == 1 { print $2; exit }')
 if [ -z "$cdi_version" ]; then
     echo "tests/cdi/setup.sh: no Debian suite has golang-tags.cncf-container-device-interface-dev $cdi_release any more;" \
@@ -69,7 +49,7 @@ for dependency in golang-github-fsnotify-fsnotify-dev golang-github-opencontaine
     packages="$packages $dependency/trixie"
 done
 # shellcheck disable=SC2086
-(cd "$tools/debs" && apt-get $apt_options download -qq $packages >/dev/null)
+(cd "$tools/debs" && apt-get $PRIVATE_APT download -qq $packages >/dev/null)
 for deb in "$tools"/debs/*.deb; do
     dpkg -x "$deb" "$tools/root"
 done
