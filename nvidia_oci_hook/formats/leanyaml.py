@@ -6,6 +6,9 @@ nothing else. It reads what `nvidia-ctk cdi generate`, Go's YAML libraries and P
 exactly as goyaml.v2 does, and raises YAMLSubsetError for the rest: with `unsupported=True` where the text may be
 valid YAML outside the subset (the caller then reads it with PyYAML), with `unsupported=False` where goyaml.v2
 refuses it. It never guesses: a text it is unsure of is unsupported.
+
+One parser, one file: the scanner, the block structure and goyaml.v2's scalar typing share the parser's state,
+and on the runtime path each further module is one more file to find and load at every container start.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ literals and flattens nested concatenations and alternations as Go does, but doe
 out of alternations, so near those limits (patterns of tens of kilobytes or nested a thousand deep) its verdict
 can differ from Go's; Go's limit on the total size of character classes (32 million code points) is not
 checked. Nothing here recurses, so a hostile pattern cannot exhaust the interpreter's stack.
+
+One parser, one file: the character classes, the operator stack and the size computation follow Go's one parser
+step by step, and are checked against it together.
 """
 
 from __future__ import annotations
