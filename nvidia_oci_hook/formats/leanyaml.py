@@ -458,23 +458,15 @@ class _Reader:
         """The block mapping whose first key (already read) is at (row, col); its entries start at col."""
         self.enter(row)
         lines = self.lines
-        count = self.count
         mapping: dict[Any, Any] = {}
         while True:
             if key in mapping:
                 raise self.duplicate(row, mapping, key)
             value, row = self.mapping_value(row, after_colon, col)
             mapping[key] = value
-            if row >= count:
+            if self.block_ends(row, col):
                 break
             line = lines[row]
-            indent = self.indents[row]
-            if indent != col:
-                if indent < col:
-                    break
-                raise _error(row, "bad indentation")
-            if col == 0 and _is_marker(line):
-                break
             if _is_entry(line, col):
                 raise _error(row, "expected a mapping key, found a sequence entry")
             key, _, after_colon, _, is_key = self.scalar_head(row, col, col)
@@ -482,6 +474,18 @@ class _Reader:
                 raise _error(row, "could not find expected ':'")
         self.depth -= 1
         return mapping, row
+
+    def block_ends(self, row: int, col: int) -> bool:
+        """Whether the block whose entries stand at column col ends before row: at the end of the text, at a
+        document marker or where the text dedents. Deeper indentation is goyaml.v2's "bad indentation"."""
+        if row >= self.count:
+            return True
+        indent = self.indents[row]
+        if indent != col:
+            if indent < col:
+                return True
+            raise _error(row, "bad indentation")
+        return col == 0 and _is_marker(self.lines[row])
 
     def mapping_value(self, row: int, col: int, container: int) -> tuple[Any, int]:
         """The value after a block mapping key's ':', which ends at (row, col), and the next content row."""
@@ -525,16 +529,9 @@ class _Reader:
                 else:
                     value = None
             items.append(value)
-            if row >= count:
+            if self.block_ends(row, col):
                 break
             line = lines[row]
-            indent = self.indents[row]
-            if indent != col:
-                if indent < col:
-                    break
-                raise _error(row, "bad indentation")
-            if col == 0 and _is_marker(line):
-                break
             if not _is_entry(line, col):
                 if indentless:
                     break
