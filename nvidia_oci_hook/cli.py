@@ -38,6 +38,14 @@ def _settings(ctx: click.Context) -> Settings:
     return settings
 
 
+def _node_settings(ctx: click.Context, host_root: str, driver_roots: tuple[str, ...]) -> Settings:
+    """The settings for a command that looks at the node under --host-root, with --driver-root applied."""
+    if not _is_directory(host_root):
+        raise Fatal(f"--host-root {host_root}: not a directory")
+    settings = _settings(ctx)
+    return settings.replace(driver_roots=driver_roots) if driver_roots else settings
+
+
 def _absolute_paths(_ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
     for value in values:
         if not value.startswith("/"):
@@ -237,11 +245,7 @@ def reconcile(
         raise click.UsageError("--in-place, -o and --diff exclude each other")
     if in_place and config_file == "-":
         raise click.UsageError("--in-place needs a file, not standard input")
-    if not _is_directory(host_root):
-        raise Fatal(f"--host-root {host_root}: not a directory")
-    settings = _settings(ctx)
-    if driver_roots:
-        settings = settings.replace(driver_roots=driver_roots)
+    settings = _node_settings(ctx, host_root, driver_roots)
     try:
         status = reconcile_file(config_file, settings, host_root, in_place=in_place, output=output, diff=diff)
     except (io.ReadError, ValueError, OSError) as exc:
@@ -307,11 +311,7 @@ def doctor(
 
     if dry_run and not fix:
         raise click.UsageError("--dry-run previews --fix: give both")
-    if not _is_directory(host_root):
-        raise Fatal(f"--host-root {host_root}: not a directory")
-    settings = _settings(ctx)
-    if driver_roots:
-        settings = settings.replace(driver_roots=driver_roots)
+    settings = _node_settings(ctx, host_root, driver_roots)
     use_nvml = host_root == "/" or nvml_library is not None
     checks = mode.run_checks(host_root, settings, use_nvml, nvml_library)
     performed: list[str] = []
