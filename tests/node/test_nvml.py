@@ -19,7 +19,7 @@ from tests.node.fake_nvml import fake_nvml_library
 try:
     import pynvml  # type: ignore[import-untyped]
 except ImportError:
-    pytest.fail("tests/node/test_nvml.py needs nvidia-ml-py in this interpreter (tests/node/setup.sh installs it)", pytrace=False)
+    pytest.fail("tests/node/test_nvml.py needs nvidia-ml-py (tests/node/setup.sh installs it)", pytrace=False)
 
 UUID0 = "GPU-11111111-1111-1111-1111-111111111111"
 UUID1 = "GPU-22222222-2222-2222-2222-222222222222"
