@@ -71,7 +71,7 @@ def _read_crio(host: HostView, loader: Loader, node: Collection, facts: NodeFact
     if not host.exists(CRIO_MAIN) and not host.exists(CRIO_DROPINS):
         _missing(host, node, CRIO_MAIN, "not present: cri-o is not configured here")
         return
-    import nvidia_oci_hook.kinds.crio as crio
+    import nvidia_oci_hook.kinds.crio.key_table as crio
 
     collection: Collection = crio.read_crio_config(shown(host, CRIO_MAIN), shown(host, CRIO_DROPINS), loader)
     node.parts.append(collection)

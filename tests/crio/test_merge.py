@@ -10,7 +10,7 @@ import pytest
 
 from nvidia_oci_hook.formats.tomltext import parse_toml
 from nvidia_oci_hook.kinds.collection import directory_kind_for
-from nvidia_oci_hook.kinds.crio import (
+from nvidia_oci_hook.kinds.crio.key_table import (
     CRIO_CONFIG,
     CRIO_PART,
     CrioCollection,

@@ -1,0 +1,4 @@
+"""CRO: the cri-o configuration rules.
+
+- values: every CRO rule, for now in one module.
+"""
