@@ -71,11 +71,11 @@ def _read_crio(host: HostView, loader: Loader, node: Collection, facts: NodeFact
     if not host.exists(CRIO_MAIN) and not host.exists(CRIO_DROPINS):
         _missing(host, node, CRIO_MAIN, "not present: cri-o is not configured here")
         return
-    import nvidia_oci_hook.kinds.crio.key_table as crio
+    from nvidia_oci_hook.kinds.crio.reading import effective_config, read_crio_config
 
-    collection: Collection = crio.read_crio_config(shown(host, CRIO_MAIN), shown(host, CRIO_DROPINS), loader)
+    collection: Collection = read_crio_config(shown(host, CRIO_MAIN), shown(host, CRIO_DROPINS), loader)
     node.parts.append(collection)
-    effective = crio.effective_config(collection)
+    effective = effective_config(collection)
     runtime = _dig(effective, "crio", "runtime")
     facts.hooks_dirs["cri-o"] = _strings(_dig(runtime, "hooks_dir")) or CRIO_DEFAULT_HOOKS_DIRS
     facts.cdi_dirs["cri-o"] = _strings(_dig(runtime, "cdi_spec_dirs")) or DEFAULT_CDI_SPEC_DIRS

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nvidia_oci_hook.cli import main
-from nvidia_oci_hook.kinds.crio.key_table import CRIO, CRIO_CONFIG
+from nvidia_oci_hook.kinds.crio.reading import CRIO, CRIO_CONFIG
 from nvidia_oci_hook.rules.base import all_rules
 from tests.crio.support import lint_dir, write_tree
 

@@ -10,17 +10,16 @@ import pytest
 
 from nvidia_oci_hook.formats.tomltext import parse_toml
 from nvidia_oci_hook.kinds.collection import directory_kind_for
-from nvidia_oci_hook.kinds.crio.key_table import (
+from nvidia_oci_hook.kinds.crio.merge import Origin, merge
+from nvidia_oci_hook.kinds.crio.reading import (
     CRIO_CONFIG,
     CRIO_PART,
     CrioCollection,
-    Origin,
     effective_config,
-    merge,
     origin_of,
     read_crio_config,
-    toml_1_1_as_1_0,
 )
+from nvidia_oci_hook.kinds.crio.toml_syntax import toml_1_1_as_1_0
 from nvidia_oci_hook.kinds.document import Document
 from nvidia_oci_hook.lint import LintOptions, load_file
 from tests.crio.support import lint_dir, write_tree

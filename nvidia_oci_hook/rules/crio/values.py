@@ -20,26 +20,17 @@ from typing import Any, Callable, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
+from nvidia_oci_hook.kinds.crio.go_values import go_key, go_key_part, table_header, valid_go_duration
 from nvidia_oci_hook.kinds.crio.key_table import (
-    CRIO,
-    CRIO_CONFIG,
     CRIO_VERSION,
     DEFAULT_RUNTIME_NAME,
     HOOKS_DIR_DEFAULT,
-    NOT_UTF8,
     REMOVED_KEYS,
-    CrioCollection,
-    CrioConfig,
-    Origin,
-    Unknown,
     all_tables,
-    go_key,
-    go_key_part,
-    single_file_config,
-    split_pointer,
-    table_header,
-    valid_go_duration,
 )
+from nvidia_oci_hook.kinds.crio.merge import CrioConfig, Origin, Unknown, split_pointer
+from nvidia_oci_hook.kinds.crio.reading import CRIO, CRIO_CONFIG, CrioCollection, single_file_config
+from nvidia_oci_hook.kinds.crio.toml_syntax import NOT_UTF8
 from nvidia_oci_hook.node.driver import resolve_driver_root, stray_device_nodes
 from nvidia_oci_hook.rules.base import Check, Context, register
 
