@@ -28,10 +28,6 @@ CRIO_CONFIG = "crio-config"
 CRIO_PART = "crio-part"
 
 
-MAIN_FILE = "/etc/crio/crio.conf"
-DROPIN_DIR = "/etc/crio/crio.conf.d"
-
-
 @dataclass(frozen=True)
 class Unreadable:
     """An entry cri-o tries to read as a configuration file and cannot: cri-o does not start."""

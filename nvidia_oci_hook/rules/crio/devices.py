@@ -182,9 +182,6 @@ def invalid_allowed_device(value: Any, context: Context) -> Iterator[Problem]:
             yield current.problem(config.origin(pointer_join(pointer, index)), problem[0], problem[1])
 
 
-GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm")
-
-
 def _gpu_handlers(found: list[Handler], default: str) -> list[Handler]:
     def is_gpu(handler: Handler) -> bool:
         program = handler.table.get("runtime_path") or ""
