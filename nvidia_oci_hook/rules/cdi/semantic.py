@@ -25,7 +25,7 @@ from nvidia_oci_hook.kinds.cdi import (
 )
 from nvidia_oci_hook.kinds.devices import NVIDIACTL, gpu_index
 from nvidia_oci_hook.rules.base import Context, rule
-from nvidia_oci_hook.rules.cdi import analysis
+from nvidia_oci_hook.rules.cdi.loader import analysis
 from nvidia_oci_hook.rules.host import stale_root_problem
 
 
