@@ -26,7 +26,7 @@ from nvidia_oci_hook import io
 from nvidia_oci_hook.formats import leanyaml
 from nvidia_oci_hook.formats.jsontext import has_duplicate_keys, pointer_join
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, DeviceIdentity, HostView, owning_root
-from nvidia_oci_hook.kinds.cdi import (
+from nvidia_oci_hook.kinds.cdi.validation import (
     DEFAULT_SPEC_DIRS,
     GoStruct,
     analyse,

@@ -121,7 +121,7 @@ def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFac
 
 
 def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
-    import nvidia_oci_hook.kinds.cdi as cdi
+    import nvidia_oci_hook.kinds.cdi.validation as cdi
 
     seen: list[tuple[str, ...]] = []
     for engine, directories in (facts.cdi_dirs or {"default": DEFAULT_CDI_SPEC_DIRS}).items():

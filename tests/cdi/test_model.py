@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.kinds.cdi import (
+from nvidia_oci_hook.kinds.cdi.validation import (
     CDI,
     JSON_READ_AS_YAML,
     TEXT,

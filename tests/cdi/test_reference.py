@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.kinds.cdi import LIBRARY_RELEASE, TEXT, analyse, cache_devices, read_spec_dirs, refine_document
+from nvidia_oci_hook.kinds.cdi.validation import (
+    LIBRARY_RELEASE,
+    TEXT,
+    analyse,
+    cache_devices,
+    read_spec_dirs,
+    refine_document,
+)
 from nvidia_oci_hook.kinds.document import Document
 from nvidia_oci_hook.lint import LintOptions, ResultSet, active_rules, lint_collection, lint_document, load_file
 from nvidia_oci_hook.rules.base import Context

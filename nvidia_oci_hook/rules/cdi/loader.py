@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.kinds import cdi
-from nvidia_oci_hook.kinds.cdi import CDI, Analysis, analyse
+from nvidia_oci_hook.kinds.cdi import validation as cdi
+from nvidia_oci_hook.kinds.cdi.validation import CDI, Analysis, analyse
 from nvidia_oci_hook.rules.base import Check, Context, register
 
 

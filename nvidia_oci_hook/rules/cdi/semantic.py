@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import rewrite_for_existing_root
-from nvidia_oci_hook.kinds import cdi
-from nvidia_oci_hook.kinds.cdi import (
+from nvidia_oci_hook.kinds.cdi import validation as cdi
+from nvidia_oci_hook.kinds.cdi.validation import (
     CDI,
     SPEC_VERSIONS,
     EditsView,
