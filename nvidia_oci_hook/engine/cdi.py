@@ -201,7 +201,7 @@ def _load(data: bytes, path: str) -> Any:
         if not exc.unsupported:
             raise SpecError(str(exc)) from None
     # Rare: YAML beyond the lean reader (anchors, tags). Only then is PyYAML loaded.
-    from nvidia_oci_hook.kinds.cdi.validation import go_yaml_load
+    from nvidia_oci_hook.kinds.cdi.goyaml import go_yaml_load
 
     try:
         return go_yaml_load(text)

@@ -1,7 +1,7 @@
 """Qualified CDI device names (vendor/class=name) as the CDI library's parser accepts them, and how its cache
 settles a name that several specs define.
 
-Kept apart from kinds/cdi.py, which models the whole library and is costly to import: the runtime-facing modes
+Kept apart from the kinds/cdi package, which models the whole library and is costly to import: the runtime-facing modes
 parse requested names on every container start.
 """
 

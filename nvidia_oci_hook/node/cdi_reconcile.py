@@ -26,16 +26,10 @@ from nvidia_oci_hook import io
 from nvidia_oci_hook.formats import leanyaml
 from nvidia_oci_hook.formats.jsontext import has_duplicate_keys, pointer_join
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, DeviceIdentity, HostView, owning_root
-from nvidia_oci_hook.kinds.cdi.validation import (
-    DEFAULT_SPEC_DIRS,
-    GoStruct,
-    analyse,
-    edit_blocks,
-    entries,
-    fully_specified,
-    go_yaml_load,
-    spec_files,
-)
+from nvidia_oci_hook.kinds.cdi.directories import DEFAULT_SPEC_DIRS, spec_files
+from nvidia_oci_hook.kinds.cdi.goyaml import go_yaml_load
+from nvidia_oci_hook.kinds.cdi.specs_go import GoStruct, edit_blocks, entries, fully_specified
+from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.node.driver import FOUND, DriverRootAnswer, resolve_driver_root
 
 # deviceNodes[].hostPath exists from this spec version on: adding one to an older spec makes the library refuse it.

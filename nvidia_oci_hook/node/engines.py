@@ -121,7 +121,7 @@ def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFac
 
 
 def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
-    import nvidia_oci_hook.kinds.cdi.validation as cdi
+    from nvidia_oci_hook.kinds.cdi.directories import read_spec_dirs
 
     seen: list[tuple[str, ...]] = []
     for engine, directories in (facts.cdi_dirs or {"default": DEFAULT_CDI_SPEC_DIRS}).items():
@@ -133,7 +133,7 @@ def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts
             if directory not in present:
                 _missing(host, node, directory, f"not present ({engine} CDI spec directory)")
         if present:
-            node.parts.append(cdi.read_spec_dirs([shown(host, d) for d in present], loader))
+            node.parts.append(read_spec_dirs([shown(host, d) for d in present], loader))
 
 
 def looked_at_in(node: Collection) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ from typing import Any, Optional, Union
 
 from nvidia_oci_hook.findings import Finding
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
-from nvidia_oci_hook.kinds.cdi.validation import read_spec_dirs
+from nvidia_oci_hook.kinds.cdi.directories import read_spec_dirs
 from nvidia_oci_hook.lint import LintOptions, ResultSet, active_rules, lint_collection, lint_paths, load_file
 from nvidia_oci_hook.rules.base import Context
 from tests.cdi.corpus import BINARIES, CDI_HOOK, DRIVER_VERSION, LIB, LIBRARIES, dump

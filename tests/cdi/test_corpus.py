@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nvidia_oci_hook.cli import main
-from nvidia_oci_hook.kinds.cdi.validation import cache_devices, read_spec_dirs
+from nvidia_oci_hook.kinds.cdi.directories import cache_devices, read_spec_dirs
 from nvidia_oci_hook.lint import LintOptions, load_file
 from tests.cdi.support import HOSTS, lint_dirs
 from tests.helpers import FakeHost

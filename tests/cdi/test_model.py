@@ -1,4 +1,4 @@
-"""kinds/cdi.py: Go's formatting and YAML resolution, the library's name checks, text refinement, spec directories."""
+"""kinds/cdi/: Go's formatting and YAML resolution, the library's name checks, text refinement, spec directories."""
 
 from __future__ import annotations
 
@@ -11,25 +11,14 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.kinds.cdi.validation import (
-    CDI,
-    JSON_READ_AS_YAML,
-    TEXT,
-    NamePanic,
-    analyse,
-    cache_devices,
-    claims_directory,
-    device_name_error,
-    go_format_float32,
-    go_json_float,
-    go_quote,
-    go_resolve_plain,
-    go_yaml_load,
-    minimum_version,
-    read_spec_dirs,
-    refine_document,
-    vendor_or_class_error,
-)
+from nvidia_oci_hook.formats.leanyaml import go_resolve_plain
+from nvidia_oci_hook.kinds.cdi.codes import CDI, JSON_READ_AS_YAML, TEXT
+from nvidia_oci_hook.kinds.cdi.directories import cache_devices, claims_directory, read_spec_dirs
+from nvidia_oci_hook.kinds.cdi.goformat import go_format_float32, go_json_float, go_quote
+from nvidia_oci_hook.kinds.cdi.goyaml import go_yaml_load, refine_document
+from nvidia_oci_hook.kinds.cdi.names import NamePanic, device_name_error, vendor_or_class_error
+from nvidia_oci_hook.kinds.cdi.specs_go import minimum_version
+from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.lint import LintOptions, load_file
 from tests.cdi.corpus import MUTATIONS, dump, nvidia_spec

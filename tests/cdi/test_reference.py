@@ -16,14 +16,11 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.kinds.cdi.validation import (
-    LIBRARY_RELEASE,
-    TEXT,
-    analyse,
-    cache_devices,
-    read_spec_dirs,
-    refine_document,
-)
+from nvidia_oci_hook.kinds.cdi.codes import TEXT
+from nvidia_oci_hook.kinds.cdi.directories import cache_devices, read_spec_dirs
+from nvidia_oci_hook.kinds.cdi.goyaml import refine_document
+from nvidia_oci_hook.kinds.cdi.specs_go import LIBRARY_RELEASE
+from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.kinds.document import Document
 from nvidia_oci_hook.lint import LintOptions, ResultSet, active_rules, lint_collection, lint_document, load_file
 from nvidia_oci_hook.rules.base import Context
@@ -112,7 +109,7 @@ def test_first_problem_quotes_the_library_error(
 def test_single_files_agree_too_where_nothing_needs_the_text(
     corpus: list[Path], verdicts: dict[str, dict[str, Any]], documents: dict[str, tuple[Document, Document]]
 ) -> None:
-    """`lint --kind cdi FILE` does not yet re-read the text as goyaml.v2 does (see kinds/cdi.refine_document);
+    """`lint --kind cdi FILE` does not yet re-read the text as goyaml.v2 does (see kinds/cdi/goyaml.refine_document);
     for every spec whose text holds nothing goyaml.v2 reads differently, its verdict must already agree."""
     rules = active_rules(SCHEMA_ONLY)
     checked = 0

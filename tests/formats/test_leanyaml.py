@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from nvidia_oci_hook.formats.leanyaml import YAMLSubsetError, _is_plain_float, go_resolve_plain, loads
-from nvidia_oci_hook.kinds.cdi.validation import go_yaml_load
+from nvidia_oci_hook.kinds.cdi.goyaml import go_yaml_load
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.kinds.cdi.validation import CDI_DIRS, Definition, SpecCollection, definitions, go_quote
+from nvidia_oci_hook.kinds.cdi.codes import CDI_DIRS
+from nvidia_oci_hook.kinds.cdi.directories import Definition, SpecCollection, definitions
+from nvidia_oci_hook.kinds.cdi.goformat import go_quote
 from nvidia_oci_hook.kinds.collection import Collection
 from nvidia_oci_hook.rules.base import Context, rule
 

@@ -1,7 +1,7 @@
 """CDI0xx: what makes the CDI Go library refuse to load a spec (the engine then knows none of its devices).
 
 These are the rules of `--schema-only` for CDI specs: each reports a reason that container-device-interface
-v1.0.1 (kinds/cdi.py) refuses the spec, quoting the error text the engine logs. The library stops at the first
+v1.0.1 (kinds/cdi/) refuses the spec, quoting the error text the engine logs. The library stops at the first
 reason; these rules report all of them.
 """
 
@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.kinds.cdi import validation as cdi
-from nvidia_oci_hook.kinds.cdi.validation import CDI, Analysis, analyse
+from nvidia_oci_hook.kinds.cdi import codes
+from nvidia_oci_hook.kinds.cdi.codes import CDI
+from nvidia_oci_hook.kinds.cdi.validation import Analysis, analyse
 from nvidia_oci_hook.rules.base import Check, Context, register
 
 
@@ -36,7 +37,7 @@ def _problems(value: Any, context: Context, code: str) -> Iterator[Problem]:
 
 
 register(
-    cdi.TEXT,
+    codes.TEXT,
     "spec-text-refused",
     Severity.ERROR,
     [CDI],
@@ -67,7 +68,7 @@ register(
 )
 
 register(
-    cdi.JSON_READ_AS_YAML,
+    codes.JSON_READ_AS_YAML,
     "spec-read-as-yaml",
     Severity.WARNING,
     [CDI],
@@ -93,7 +94,7 @@ register(
 )
 
 
-@_loader_rule(cdi.UNKNOWN_FIELD, "unknown-field")
+@_loader_rule(codes.UNKNOWN_FIELD, "unknown-field")
 def unknown_field(value: Any, context: Context) -> Iterator[Problem]:
     """A spec holds a field the CDI library does not know.
 
@@ -113,10 +114,10 @@ def unknown_field(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Delete the key or correct its spelling; the hint names the closest field.
     """
-    yield from _problems(value, context, cdi.UNKNOWN_FIELD)
+    yield from _problems(value, context, codes.UNKNOWN_FIELD)
 
 
-@_loader_rule(cdi.WRONG_TYPE, "wrong-type")
+@_loader_rule(codes.WRONG_TYPE, "wrong-type")
 def wrong_type(value: Any, context: Context) -> Iterator[Problem]:
     """A spec's value has a type the CDI library cannot decode.
 
@@ -137,10 +138,10 @@ def wrong_type(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Write the value with the type the message names (numbers unquoted, lists as arrays).
     """
-    yield from _problems(value, context, cdi.WRONG_TYPE)
+    yield from _problems(value, context, codes.WRONG_TYPE)
 
 
-@_loader_rule(cdi.UNKNOWN_VERSION, "unknown-cdi-version")
+@_loader_rule(codes.UNKNOWN_VERSION, "unknown-cdi-version")
 def unknown_cdi_version(value: Any, context: Context) -> Iterator[Problem]:
     """cdiVersion is not a spec version the CDI library knows.
 
@@ -160,10 +161,10 @@ def unknown_cdi_version(value: Any, context: Context) -> Iterator[Problem]:
     Set `cdiVersion` to the version the hint names: the lowest version that has every field the spec uses,
     which is what `nvidia-ctk cdi generate` writes and what the most engines accept.
     """
-    yield from _problems(value, context, cdi.UNKNOWN_VERSION)
+    yield from _problems(value, context, codes.UNKNOWN_VERSION)
 
 
-@_loader_rule(cdi.VERSION_TOO_OLD, "cdi-version-too-old")
+@_loader_rule(codes.VERSION_TOO_OLD, "cdi-version-too-old")
 def cdi_version_too_old(value: Any, context: Context) -> Iterator[Problem]:
     """cdiVersion is older than the fields the spec uses.
 
@@ -182,10 +183,10 @@ def cdi_version_too_old(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Raise `cdiVersion` to the version the message names.
     """
-    yield from _problems(value, context, cdi.VERSION_TOO_OLD)
+    yield from _problems(value, context, codes.VERSION_TOO_OLD)
 
 
-@_loader_rule(cdi.BAD_KIND, "invalid-kind")
+@_loader_rule(codes.BAD_KIND, "invalid-kind")
 def invalid_kind(value: Any, context: Context) -> Iterator[Problem]:
     """The spec's kind is not a valid vendor/class.
 
@@ -205,10 +206,10 @@ def invalid_kind(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Use the vendor's domain and a class: `nvidia.com/gpu` for GPUs and MIG devices.
     """
-    yield from _problems(value, context, cdi.BAD_KIND)
+    yield from _problems(value, context, codes.BAD_KIND)
 
 
-@_loader_rule(cdi.BAD_DEVICE_NAME, "invalid-device-name")
+@_loader_rule(codes.BAD_DEVICE_NAME, "invalid-device-name")
 def invalid_device_name(value: Any, context: Context) -> Iterator[Problem]:
     """A device's name is not a valid CDI device name.
 
@@ -227,10 +228,10 @@ def invalid_device_name(value: Any, context: Context) -> Iterator[Problem]:
     Rename the device: nvidia-ctk uses the index (`0`), the UUID (`GPU-8f3...`), `0:1` for MIG devices and
     `all`.
     """
-    yield from _problems(value, context, cdi.BAD_DEVICE_NAME)
+    yield from _problems(value, context, codes.BAD_DEVICE_NAME)
 
 
-@_loader_rule(cdi.DUPLICATE_DEVICE, "duplicate-device-name")
+@_loader_rule(codes.DUPLICATE_DEVICE, "duplicate-device-name")
 def duplicate_device_name(value: Any, context: Context) -> Iterator[Problem]:
     """Two devices in one spec have the same name.
 
@@ -247,10 +248,10 @@ def duplicate_device_name(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Delete one of them, or regenerate the spec (`nvidia-ctk cdi generate --device-name-strategy=...`).
     """
-    yield from _problems(value, context, cdi.DUPLICATE_DEVICE)
+    yield from _problems(value, context, codes.DUPLICATE_DEVICE)
 
 
-@_loader_rule(cdi.NO_DEVICES, "no-devices")
+@_loader_rule(codes.NO_DEVICES, "no-devices")
 def no_devices(value: Any, context: Context) -> Iterator[Problem]:
     """The spec defines no devices.
 
@@ -267,10 +268,10 @@ def no_devices(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Regenerate the spec once the driver is loaded and `nvidia-smi -L` lists the GPUs, or delete it.
     """
-    yield from _problems(value, context, cdi.NO_DEVICES)
+    yield from _problems(value, context, codes.NO_DEVICES)
 
 
-@_loader_rule(cdi.EMPTY_EDITS, "empty-device-edits")
+@_loader_rule(codes.EMPTY_EDITS, "empty-device-edits")
 def empty_device_edits(value: Any, context: Context) -> Iterator[Problem]:
     """A device has no container edits.
 
@@ -288,10 +289,10 @@ def empty_device_edits(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Give the device the nodes it stands for (for `all`, every GPU node), or remove the device.
     """
-    yield from _problems(value, context, cdi.EMPTY_EDITS)
+    yield from _problems(value, context, codes.EMPTY_EDITS)
 
 
-@_loader_rule(cdi.BAD_ENV, "invalid-env")
+@_loader_rule(codes.BAD_ENV, "invalid-env")
 def invalid_env(value: Any, context: Context) -> Iterator[Problem]:
     """An env entry of container edits or of a hook is not NAME=VALUE.
 
@@ -307,10 +308,10 @@ def invalid_env(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Write `NAME=VALUE` (`NAME=` for an empty value).
     """
-    yield from _problems(value, context, cdi.BAD_ENV)
+    yield from _problems(value, context, codes.BAD_ENV)
 
 
-@_loader_rule(cdi.BAD_DEVICE_NODE, "invalid-device-node")
+@_loader_rule(codes.BAD_DEVICE_NODE, "invalid-device-node")
 def invalid_device_node(value: Any, context: Context) -> Iterator[Problem]:
     """A device node has an empty path, an unknown type or invalid permissions.
 
@@ -328,10 +329,10 @@ def invalid_device_node(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Use `c` for character devices (or leave `type` out), and a subset of `rwm` for permissions.
     """
-    yield from _problems(value, context, cdi.BAD_DEVICE_NODE)
+    yield from _problems(value, context, codes.BAD_DEVICE_NODE)
 
 
-@_loader_rule(cdi.BAD_HOOK, "invalid-hook")
+@_loader_rule(codes.BAD_HOOK, "invalid-hook")
 def invalid_hook(value: Any, context: Context) -> Iterator[Problem]:
     """A hook has an unknown hookName or an empty path.
 
@@ -348,10 +349,10 @@ def invalid_hook(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Use the OCI stage name; nvidia-ctk writes `createContainer` for `nvidia-cdi-hook`.
     """
-    yield from _problems(value, context, cdi.BAD_HOOK)
+    yield from _problems(value, context, codes.BAD_HOOK)
 
 
-@_loader_rule(cdi.BAD_MOUNT, "invalid-mount")
+@_loader_rule(codes.BAD_MOUNT, "invalid-mount")
 def invalid_mount(value: Any, context: Context) -> Iterator[Problem]:
     """A mount has an empty hostPath or containerPath.
 
@@ -368,10 +369,10 @@ def invalid_mount(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Remove the entry, or regenerate the spec on a node where the file exists.
     """
-    yield from _problems(value, context, cdi.BAD_MOUNT)
+    yield from _problems(value, context, codes.BAD_MOUNT)
 
 
-@_loader_rule(cdi.BAD_INTEL_RDT, "invalid-intel-rdt")
+@_loader_rule(codes.BAD_INTEL_RDT, "invalid-intel-rdt")
 def invalid_intel_rdt(value: Any, context: Context) -> Iterator[Problem]:
     """intelRdt.closID is not a valid resctrl group name.
 
@@ -388,10 +389,10 @@ def invalid_intel_rdt(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Use a plain group name, as it appears under `/sys/fs/resctrl`.
     """
-    yield from _problems(value, context, cdi.BAD_INTEL_RDT)
+    yield from _problems(value, context, codes.BAD_INTEL_RDT)
 
 
-@_loader_rule(cdi.NULL_ENTRY, "null-edit-entry")
+@_loader_rule(codes.NULL_ENTRY, "null-edit-entry")
 def null_edit_entry(value: Any, context: Context) -> Iterator[Problem]:
     """A deviceNodes, hooks or mounts list holds a null entry, on which the CDI library panics.
 
@@ -410,4 +411,4 @@ def null_edit_entry(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Remove the null entry.
     """
-    yield from _problems(value, context, cdi.NULL_ENTRY)
+    yield from _problems(value, context, codes.NULL_ENTRY)

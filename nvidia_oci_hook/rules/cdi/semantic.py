@@ -8,20 +8,20 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import rewrite_for_existing_root
-from nvidia_oci_hook.kinds.cdi import validation as cdi
-from nvidia_oci_hook.kinds.cdi.validation import (
-    CDI,
+from nvidia_oci_hook.kinds.cdi.codes import CDI
+from nvidia_oci_hook.kinds.cdi.goformat import go_quote
+from nvidia_oci_hook.kinds.cdi.names import parse_qualifier
+from nvidia_oci_hook.kinds.cdi.specs_go import (
+    REMOVED_IN_1_1,
     SPEC_VERSIONS,
     EditsView,
     GoStruct,
     edit_blocks,
     entries,
     fully_specified,
-    go_quote,
     known_version,
     minimum_version,
     node_host_path,
-    parse_qualifier,
 )
 from nvidia_oci_hook.kinds.devices import NVIDIACTL, gpu_index
 from nvidia_oci_hook.rules.base import Context, rule
@@ -389,7 +389,7 @@ def refused_by_newer_library(value: Any, context: Context) -> Iterator[Problem]:
         rdt = block.edits.get("intelRdt")
         if not isinstance(rdt, GoStruct):
             continue
-        for name in cdi.REMOVED_IN_1_1["IntelRdt"]:
+        for name in REMOVED_IN_1_1["IntelRdt"]:
             if name in rdt.pointers:
                 yield Problem(
                     rdt.at(name),

@@ -1,0 +1,23 @@
+"""The names of the two CDI kinds, and the codes of the rules that report why the CDI library refuses a spec."""
+
+CDI = "cdi"
+CDI_DIRS = "cdi-dirs"
+
+# Rule codes the model reports (the rules in rules/cdi/loader.py document them).
+TEXT = "CDI001"
+UNKNOWN_FIELD = "CDI002"
+WRONG_TYPE = "CDI003"
+UNKNOWN_VERSION = "CDI004"
+VERSION_TOO_OLD = "CDI005"
+BAD_KIND = "CDI006"
+BAD_DEVICE_NAME = "CDI007"
+DUPLICATE_DEVICE = "CDI008"
+NO_DEVICES = "CDI009"
+EMPTY_EDITS = "CDI010"
+BAD_ENV = "CDI011"
+BAD_DEVICE_NODE = "CDI012"
+BAD_HOOK = "CDI013"
+BAD_MOUNT = "CDI014"
+BAD_INTEL_RDT = "CDI015"
+NULL_ENTRY = "CDI016"
+JSON_READ_AS_YAML = "CDI017"

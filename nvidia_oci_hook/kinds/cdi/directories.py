@@ -1,0 +1,190 @@
+"""Spec directories as the library's cache reads them (pkg/cdi/spec-dirs.go, cache.go): the files its scan reads
+and the ones it passes over, each file's priority, and the devices the cache resolves; the cdi-dirs directory
+kind."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Optional
+
+from nvidia_oci_hook.io import ReadError
+from nvidia_oci_hook.kinds.cdi.codes import CDI, CDI_DIRS, TEXT
+from nvidia_oci_hook.kinds.cdi.goyaml import refine_document
+from nvidia_oci_hook.kinds.cdi.names import parse_qualifier
+from nvidia_oci_hook.kinds.cdi.specs_go import GoStruct
+from nvidia_oci_hook.kinds.cdi.validation import analyse
+from nvidia_oci_hook.kinds.cdinames import cache_winners
+from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, Loader, Skipped, register_directory_kind
+
+# ---------------------------------------------------------------------------------------------------------------
+# Spec directories (pkg/cdi/spec-dirs.go, cache.go)
+
+# The engines' default spec directories, lowest priority first (pkg/cdi/spec-dirs.go DefaultSpecDirs).
+DEFAULT_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+
+SPEC_EXTENSIONS = (".json", ".yaml")
+# Names an operator may take for a spec the library reads; the library skips them.
+_LOOKALIKE = re.compile(r"\.(ya?ml|json)$", re.IGNORECASE)
+_SNIFF_BYTES = 1 << 16
+
+
+def _mentions_cdi_version(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    return b"cdiversion" in head.lower()
+
+
+def claims_directory(path: str) -> bool:
+    """Whether path is a directory holding files that look like CDI specs (a cdiVersion key)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return any(
+        _LOOKALIKE.search(name) and _mentions_cdi_version(os.path.join(path, name)) for name in sorted(names)[:256]
+    )
+
+
+@dataclass(frozen=True)
+class SpecDirectory:
+    path: str
+    priority: int
+    # Why the library reads nothing in it, or None.
+    unread: Optional[str] = None
+
+
+def spec_files(directory: str) -> tuple[list[str], list[Skipped], Optional[str]]:
+    """The files the library's scan reads in directory (lexical order), near-misses it skips, and why it reads
+    nothing at all (None if it reads the directory).
+
+    filepath.Walk does not follow a symbolic link given as the root, skips subdirectories, and takes only
+    names ending in .json or .yaml.
+    """
+    try:
+        if os.path.islink(directory) and not directory.endswith("/"):
+            return [], [], "is a symbolic link, which the library's directory walk does not follow"
+        if not os.path.isdir(directory):
+            return [], [], None if not os.path.exists(directory) else "is not a directory"
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        return [], [], f"cannot be read ({exc.strerror})"
+    files: list[str] = []
+    skipped: list[Skipped] = []
+    for name in names:
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            inside = _lookalikes_below(path)
+            if inside:
+                listed = ", ".join(inside)
+                skipped.append(
+                    Skipped(
+                        path,
+                        f"is a subdirectory holding CDI specs ({listed}), and the library does not descend into "
+                        "subdirectories",
+                    )
+                )
+            continue
+        extension = name[name.rfind(".") :] if "." in name else ""  # filepath.Ext: ".json" is all extension
+        if extension in SPEC_EXTENSIONS:
+            files.append(path)
+        elif _LOOKALIKE.search(name) and _mentions_cdi_version(path):
+            why = f"ends in {extension}, and the library reads only names ending exactly in .json or .yaml"
+            skipped.append(Skipped(path, why))
+    return files, skipped, None
+
+
+def _lookalikes_below(directory: str) -> list[str]:
+    found = []
+    for root, _dirs, names in os.walk(directory):
+        for name in sorted(names):
+            if _LOOKALIKE.search(name) and _mentions_cdi_version(os.path.join(root, name)):
+                found.append(os.path.relpath(os.path.join(root, name), directory))
+                if len(found) >= 3:
+                    return found
+    return found
+
+
+@dataclass
+class SpecCollection(Collection):
+    """A cdi-dirs collection that also knows each document's priority and the directories it reads nothing from."""
+
+    priorities: dict[str, int] = field(default_factory=dict)
+    unread: dict[str, str] = field(default_factory=dict)
+
+    def priority(self, path: str) -> int:
+        return self.priorities.get(path, 0)
+
+
+def read_spec_dirs(directories: Sequence[str], loader: Loader) -> SpecCollection:
+    """Read spec directories as the CDI cache does: lowest priority first (for the engines, /etc/cdi then
+    /var/run/cdi); a missing directory is simply empty."""
+    collection = SpecCollection(CDI_DIRS, list(directories))
+    for priority, directory in enumerate(directories):
+        files, skipped, unread = spec_files(directory)
+        if unread is not None:
+            collection.unread[directory] = unread
+            collection.skipped.append(Skipped(directory, unread))
+        collection.skipped.extend(skipped)
+        for path in files:
+            try:
+                document = loader(path, CDI)
+            except ReadError as exc:
+                # The library records "failed to load CDI Spec open ...: ..." for it and goes on.
+                reason = str(exc).split(": ", 1)[-1]
+                collection.skipped.append(
+                    Skipped(path, f"cannot be read ({reason}), so the library loads nothing from it")
+                )
+                continue
+            refine_document(document)
+            collection.documents.append(document)
+            collection.priorities[document.path] = priority
+    return collection
+
+
+register_directory_kind(DirectoryKind(CDI_DIRS, CDI, "CDI spec directories", claims_directory, read_spec_dirs, 20))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the cache makes of a collection
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A device a loaded spec defines: qualified name, file, priority and pointer of its name."""
+
+    name: str
+    path: str
+    priority: int
+    pointer: str
+
+
+def definitions(collection: SpecCollection) -> list[Definition]:
+    """Every device of every spec the library loads, in the order its scan meets them."""
+    result = []
+    for document in collection.documents:
+        if not document.parsed or any(
+            problem.code in ("DOC001", "DOC002", "DOC003", "DOC004", TEXT) for problem in document.load_problems
+        ):
+            continue
+        analysis = analyse(document.value)
+        if not analysis.loads or analysis.spec is None:
+            continue
+        vendor, cls = parse_qualifier(analysis.spec.text("kind"))
+        for device in analysis.spec.items_of("devices"):
+            if isinstance(device, GoStruct):
+                qualified = f"{vendor}/{cls}={device.text('name')}"
+                result.append(
+                    Definition(qualified, document.path, collection.priority(document.path), device.at("name"))
+                )
+    return result
+
+
+def cache_devices(collection: SpecCollection) -> dict[str, Definition]:
+    """The devices the CDI cache resolves (Cache.refresh)."""
+    return cache_winners((d.name, d.priority, d) for d in definitions(collection))
