@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
-from nvidia_oci_hook.kinds.containerd import (
+from nvidia_oci_hook.kinds.containerd.structs import (
     ALL,
     CDI_KEYS,
     CONTAINERD,

@@ -18,7 +18,7 @@ from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.findings import Finding, Severity
 from nvidia_oci_hook.formats.tomltext import parse_toml
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.kinds.containerd import (
+from nvidia_oci_hook.kinds.containerd.structs import (
     CONTAINERD,
     cdi_spec_dirs,
     describe_series,
