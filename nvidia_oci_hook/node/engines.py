@@ -85,7 +85,7 @@ def _read_containerd(host: HostView, loader: Loader, node: Collection, facts: No
     if not host.exists(CONTAINERD_CONFIG):
         _missing(host, node, CONTAINERD_CONFIG, "not present: containerd runs on its defaults, or is not here")
         return
-    import nvidia_oci_hook.kinds.containerd.structs as containerd
+    import nvidia_oci_hook.kinds.containerd.config as containerd
 
     document = loader(shown(host, CONTAINERD_CONFIG), "containerd")
     node.documents.append(document)

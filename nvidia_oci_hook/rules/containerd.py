@@ -20,37 +20,36 @@ from typing import Any, Callable, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
-from nvidia_oci_hook.kinds.containerd.structs import (
+from nvidia_oci_hook.kinds.containerd.config import (
+    SERVICE_PATH,
+    ContainerdConfig,
+    Runtime,
+    cached_config,
+    program_candidates,
+)
+from nvidia_oci_hook.kinds.containerd.kind import CONTAINERD
+from nvidia_oci_hook.kinds.containerd.pathmatch import go_path_match
+from nvidia_oci_hook.kinds.containerd.structs import RUNC_OPTIONS, ListOf, MapOf, Scalar, Table, plugin_tables
+from nvidia_oci_hook.kinds.containerd.versions import (
     ALL,
     CDI_KEYS,
-    CONTAINERD,
     CRI_IMAGES,
     CRI_RUNTIME,
     CRI_V1,
     CRI_V2,
     DEFAULT_RUNTIME,
     MAX_CONFIG_VERSION,
-    RUNC_OPTIONS,
-    SERVICE_PATH,
     V1X,
     V2X,
-    ContainerdConfig,
+    describe_series,
+)
+from nvidia_oci_hook.kinds.containerd.walk import (
     KeyIssue,
-    ListOf,
-    MapOf,
-    Runtime,
-    Scalar,
-    Table,
     TypeIssue,
     Walk,
-    cached_config,
-    describe_series,
     describe_value,
-    go_path_match,
     go_toml_type,
     iter_tree,
-    plugin_tables,
-    program_candidates,
     toml_key,
     walk_table,
 )

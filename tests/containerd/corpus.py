@@ -15,7 +15,7 @@ from typing import Optional
 
 from nvidia_oci_hook.findings import Finding
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.kinds.containerd.structs import CONTAINERD
+from nvidia_oci_hook.kinds.containerd.kind import CONTAINERD
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document, load_file
 from nvidia_oci_hook.rules.base import Context
 

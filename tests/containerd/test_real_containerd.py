@@ -25,7 +25,9 @@ import pytest
 from nvidia_oci_hook.findings import Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.formats.tomltext import parse_toml
-from nvidia_oci_hook.kinds.containerd.structs import ALL, READERS, ContainerdConfig, plugin_tables
+from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
+from nvidia_oci_hook.kinds.containerd.structs import plugin_tables
+from nvidia_oci_hook.kinds.containerd.versions import ALL, READERS
 from tests.containerd.corpus import Entry, entries, lint_file
 from tests.containerd.real import Binary, Dump, binaries, describe, dump
 

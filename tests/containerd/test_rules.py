@@ -18,13 +18,10 @@ from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.findings import Finding, Severity
 from nvidia_oci_hook.formats.tomltext import parse_toml
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.kinds.containerd.structs import (
-    CONTAINERD,
-    cdi_spec_dirs,
-    describe_series,
-    go_path_match,
-    is_containerd_config,
-)
+from nvidia_oci_hook.kinds.containerd.config import cdi_spec_dirs
+from nvidia_oci_hook.kinds.containerd.kind import CONTAINERD, is_containerd_config
+from nvidia_oci_hook.kinds.containerd.pathmatch import go_path_match
+from nvidia_oci_hook.kinds.containerd.versions import describe_series
 from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
 from nvidia_oci_hook.rules.base import Context, all_rules
