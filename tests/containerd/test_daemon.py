@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 import pytest
 
 from nvidia_oci_hook.formats.tomltext import parse_toml
-from nvidia_oci_hook.rules.containerd import cri_plugin_failures
+from nvidia_oci_hook.rules.containerd.cri_plugin import cri_plugin_failures
 from tests.containerd.corpus import CORPUS, entries, lint_file
 from tests.containerd.real import Binary, binaries, dump, start_daemon, stop_daemon
 from tests.containerd.test_real_containerd import reading_series
