@@ -309,7 +309,7 @@ def test_describe_series(series: set[str], text: str) -> None:
         ("x.toml", {"version": 2, "crio": {}}, False),
         ("x.toml", {"version": True}, False),
         ("/etc/containerd/config.toml", {"root": "/var/lib/containerd"}, True),
-        ("/etc/containerd/certs.d/docker.io/hosts.toml", {"server": "https://registry-1.docker.io"}, False),
+        ("/etc/containerd/certs.d/registry.example/hosts.toml", {"server": "https://registry.example"}, False),
         ("x.toml", [], False),
     ],
 )

@@ -1,6 +1,6 @@
 """CTD: containerd config.toml (config versions 1 to 4) that containerd refuses, or reads otherwise than it looks.
 
-- family: what every CTD rule shares: the kind, the config and its walks made once, how messages name releases.
+- config_view: what every CTD rule shares: the kind, the config and its walks made once, how messages name releases.
 - values: values containerd cannot decode or parse (CTD001, CTD004, CTD006, CTD114).
 - versions: config versions and plugin names (CTD002, CTD003, CTD104, CTD105, CTD106).
 - keys: keys containerd ignores, in the wrong table, unknown, or read by some releases only (CTD101-CTD103).

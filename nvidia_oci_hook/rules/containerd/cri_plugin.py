@@ -13,7 +13,7 @@ from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
 from nvidia_oci_hook.kinds.containerd.versions import CRI_IMAGES, CRI_V2, DEFAULT_RUNTIME, V1X, V2X, describe_series
 from nvidia_oci_hook.kinds.containerd.walk import toml_key
 from nvidia_oci_hook.rules.base import Context, rule
-from nvidia_oci_hook.rules.containerd.family import KINDS, _config, _first_child
+from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _first_child
 from nvidia_oci_hook.rules.containerd.keys import _REPLACEMENTS
 
 LINUX_V1 = "io.containerd.runtime.v1.linux"

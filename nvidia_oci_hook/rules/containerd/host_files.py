@@ -10,7 +10,7 @@ from typing import Any, Optional
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.containerd.config import SERVICE_PATH, program_candidates
 from nvidia_oci_hook.rules.base import Context, register, rule
-from nvidia_oci_hook.rules.containerd.family import KINDS, _config
+from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config
 
 
 def _import_missing(value: Any, context: Context) -> Iterator[Problem]:

@@ -23,7 +23,7 @@ from nvidia_oci_hook.kinds.containerd.versions import (
 )
 from nvidia_oci_hook.kinds.containerd.walk import KeyIssue, iter_tree, toml_key
 from nvidia_oci_hook.rules.base import Context, rule
-from nvidia_oci_hook.rules.containerd.family import KINDS, _config, _runc, _walk, _who
+from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _runc, _walk, _who
 from nvidia_oci_hook.rules.containerd.versions import _uri_hint
 
 

@@ -13,7 +13,7 @@ from nvidia_oci_hook.kinds.containerd.pathmatch import go_path_match
 from nvidia_oci_hook.kinds.containerd.versions import DEFAULT_RUNTIME, V1X
 from nvidia_oci_hook.kinds.containerd.walk import toml_key
 from nvidia_oci_hook.rules.base import Context, rule
-from nvidia_oci_hook.rules.containerd.family import KINDS, _config, _first_child, _quoted, _who
+from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _first_child, _quoted, _who
 
 CDI_SAMPLE_KEYS = ("cdi.k8s.io/nvidia-device-plugin_GPU-0", "cdi.k8s.io/gpu")
 

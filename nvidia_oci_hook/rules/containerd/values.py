@@ -12,7 +12,7 @@ from nvidia_oci_hook.kinds.containerd.structs import ListOf, MapOf, Scalar
 from nvidia_oci_hook.kinds.containerd.versions import V1X
 from nvidia_oci_hook.kinds.containerd.walk import TypeIssue, describe_value, go_toml_type, iter_tree, toml_key
 from nvidia_oci_hook.rules.base import Context, rule
-from nvidia_oci_hook.rules.containerd.family import KINDS, _config, _quoted, _runc, _walk, _who, schema_rule
+from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _quoted, _runc, _walk, _who, schema_rule
 
 
 def _short(value: Any) -> str:

@@ -19,7 +19,7 @@ from nvidia_oci_hook.kinds.containerd.versions import (
     V2X,
 )
 from nvidia_oci_hook.rules.base import Context, rule
-from nvidia_oci_hook.rules.containerd.family import KINDS, _config, _first_child, _who, schema_rule
+from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _first_child, _who, schema_rule
 
 
 def _reject_version(config: ContainerdConfig) -> Optional[str]:
