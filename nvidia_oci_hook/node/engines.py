@@ -103,7 +103,7 @@ def _read_podman(host: HostView, loader: Loader, node: Collection, facts: NodeFa
 
 
 def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
-    import nvidia_oci_hook.kinds.hooksd as hooksd
+    import nvidia_oci_hook.kinds.hooksd.reading as hooksd
 
     # Engines that read the same directories share one reading; cri-o's stricter rules apply if it is one of them.
     readers: dict[tuple[str, ...], list[str]] = {}

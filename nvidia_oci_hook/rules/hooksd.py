@@ -15,9 +15,9 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import HostView, rewrite_for_existing_root
-from nvidia_oci_hook.kinds import hooksd
 from nvidia_oci_hook.kinds.document import Document
-from nvidia_oci_hook.kinds.hooksd import (
+from nvidia_oci_hook.kinds.hooksd import reading as hooksd
+from nvidia_oci_hook.kinds.hooksd.reading import (
     DOCUMENT,
     HOOKSD,
     HOOKSD_DIRS,

@@ -9,7 +9,7 @@ import pytest
 
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.document import parse_document
-from nvidia_oci_hook.kinds.hooksd import (
+from nvidia_oci_hook.kinds.hooksd.reading import (
     HOOK_V1,
     V0,
     V1,
