@@ -103,7 +103,7 @@ def _read_podman(host: HostView, loader: Loader, node: Collection, facts: NodeFa
 
 
 def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
-    import nvidia_oci_hook.kinds.hooksd.reading as hooksd
+    from nvidia_oci_hook.kinds.hooksd.directories import read_hooks_dirs
 
     # Engines that read the same directories share one reading; cri-o's stricter rules apply if it is one of them.
     readers: dict[tuple[str, ...], list[str]] = {}
@@ -115,9 +115,7 @@ def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFac
             if directory not in present:
                 _missing(host, node, directory, f"not present ({' and '.join(engines)} hooks directory)")
         if present:
-            node.parts.append(
-                hooksd.read_hooks_dirs([shown(host, d) for d in present], loader, crio_reads="cri-o" in engines)
-            )
+            node.parts.append(read_hooks_dirs([shown(host, d) for d in present], loader, crio_reads="cri-o" in engines))
 
 
 def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:

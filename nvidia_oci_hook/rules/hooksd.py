@@ -16,21 +16,19 @@ from typing import Any, Optional
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import HostView, rewrite_for_existing_root
 from nvidia_oci_hook.kinds.document import Document
-from nvidia_oci_hook.kinds.hooksd import reading as hooksd
-from nvidia_oci_hook.kinds.hooksd.reading import (
+from nvidia_oci_hook.kinds.hooksd import hook_file as hooksd
+from nvidia_oci_hook.kinds.hooksd.directories import (
     DOCUMENT,
-    HOOKSD,
     HOOKSD_DIRS,
     NOT_JSON,
     UNREADABLE,
     VANISHED,
     Entry,
-    HookFile,
     HooksCollection,
-    LoadError,
-    go_quote,
-    read_hook,
 )
+from nvidia_oci_hook.kinds.hooksd.go_json import go_quote
+from nvidia_oci_hook.kinds.hooksd.hook_file import HOOKSD, HookFile, LoadError
+from nvidia_oci_hook.kinds.hooksd.reading import read_hook
 from nvidia_oci_hook.rules.base import Check, Context, register, rule
 
 DEFAULT_PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

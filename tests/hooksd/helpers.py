@@ -10,7 +10,8 @@ from typing import Optional, Union
 from nvidia_oci_hook.findings import Severity
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 from nvidia_oci_hook.kinds.document import parse_document
-from nvidia_oci_hook.kinds.hooksd.reading import HOOKSD, HOOKSD_DIRS, read_hooks_dirs
+from nvidia_oci_hook.kinds.hooksd.directories import HOOKSD_DIRS, read_hooks_dirs
+from nvidia_oci_hook.kinds.hooksd.hook_file import HOOKSD
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document, load_file
 from nvidia_oci_hook.rules.base import Context
 from tests.helpers import FakeHost

@@ -10,7 +10,7 @@ import pytest
 
 from nvidia_oci_hook.kinds.collection import directory_kind_for
 from nvidia_oci_hook.kinds.document import Document, parse_document
-from nvidia_oci_hook.kinds.hooksd.reading import (
+from nvidia_oci_hook.kinds.hooksd.directories import (
     DOCUMENT,
     HOOKSD_DIRS,
     NOT_JSON,

@@ -9,15 +9,8 @@ import pytest
 
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.document import parse_document
-from nvidia_oci_hook.kinds.hooksd.reading import (
-    HOOK_V1,
-    V0,
-    V1,
-    go_decode,
-    go_key_matches,
-    go_quote,
-    read_hook,
-)
+from nvidia_oci_hook.kinds.hooksd.go_json import HOOK_V1, go_decode, go_key_matches, go_quote
+from nvidia_oci_hook.kinds.hooksd.reading import V0, V1, read_hook
 from nvidia_oci_hook.rules.hooksd import EXISTS, MISSING, UNKNOWN, UNUSABLE, program
 from tests.helpers import FakeHost
 

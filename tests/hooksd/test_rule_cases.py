@@ -13,7 +13,8 @@ from typing import Any, Callable, Optional, Union
 
 import pytest
 
-from nvidia_oci_hook.kinds.hooksd.reading import HOOKSD, HOOKSD_DIRS
+from nvidia_oci_hook.kinds.hooksd.directories import HOOKSD_DIRS
+from nvidia_oci_hook.kinds.hooksd.hook_file import HOOKSD
 from nvidia_oci_hook.rules.base import all_rules
 from tests.helpers import FakeHost
 from tests.hooksd.dir_cases import Special, hook
