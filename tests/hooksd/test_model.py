@@ -11,7 +11,7 @@ from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.kinds.hooksd.go_json import HOOK_V1, go_decode, go_key_matches, go_quote
 from nvidia_oci_hook.kinds.hooksd.reading import V0, V1, read_hook
-from nvidia_oci_hook.rules.hooksd.silent_failures import EXISTS, MISSING, UNKNOWN, UNUSABLE, program
+from nvidia_oci_hook.rules.hooksd.loading import EXISTS, MISSING, UNKNOWN, UNUSABLE, program
 from tests.helpers import FakeHost
 
 
