@@ -64,7 +64,10 @@ def _go_sorted(names: list[str]) -> list[str]:
 
 
 def _looks_like_hook(path: str) -> bool:
+    """A regular file whose content is a hooks.d file; anything else is not read (a FIFO would block)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         raw = io.read_bounded(path, 1 << 20)
         return _sniff(path, jsontext.decode(raw.decode("utf-8", errors="replace")))
     except (io.ReadError, io.TooLarge, ValueError, OSError):
@@ -74,11 +77,7 @@ def _looks_like_hook(path: str) -> bool:
 def _entry(directory: str, name: str, loader: Loader) -> Entry:
     path = os.path.join(directory, name)
     if not name.endswith(JSON_SUFFIX):
-        try:
-            regular = stat.S_ISREG(os.stat(path).st_mode)
-        except OSError:
-            regular = False
-        return Entry(directory, name, path, NOT_JSON, looks_like_hook=regular and _looks_like_hook(path))
+        return Entry(directory, name, path, NOT_JSON, looks_like_hook=_looks_like_hook(path))
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -144,14 +143,7 @@ def _claims(directory: str) -> bool:
         names = [name for name in os.listdir(directory) if name.endswith(JSON_SUFFIX)]
     except OSError:
         return False
-    for name in _go_sorted(names)[:20]:
-        path = os.path.join(directory, name)
-        try:
-            if stat.S_ISREG(os.stat(path).st_mode) and _looks_like_hook(path):
-                return True
-        except OSError:
-            continue
-    return False
+    return any(_looks_like_hook(os.path.join(directory, name)) for name in _go_sorted(names)[:20])
 
 
 register_directory_kind(
