@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.kinds.document import Document
 from nvidia_oci_hook.kinds.hooksd.directories import (
     DOCUMENT,
     HOOKSD_DIRS,
@@ -18,7 +17,6 @@ from nvidia_oci_hook.kinds.hooksd.directories import (
     Entry,
     HooksCollection,
 )
-from nvidia_oci_hook.kinds.hooksd.hook_file import HookFile
 from nvidia_oci_hook.rules.base import Context, register, rule
 from nvidia_oci_hook.rules.hooksd.loading import MISSING, UNUSABLE, _program_of, hook_file
 from nvidia_oci_hook.rules.hooksd.silent_failures import _never_matches
@@ -26,10 +24,6 @@ from nvidia_oci_hook.rules.hooksd.silent_failures import _never_matches
 
 def _documents(collection: Any) -> Optional[HooksCollection]:
     return collection if isinstance(collection, HooksCollection) else None
-
-
-def _hook_of(document: Document, context: Context) -> Optional[HookFile]:
-    return hook_file(document.value, context) if document.parsed else None
 
 
 FAILS = "fails"  # the loader refuses the file: an error for the directory
