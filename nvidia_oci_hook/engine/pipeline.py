@@ -25,9 +25,9 @@ def plan(config: Any, host: HostView, settings: Settings) -> Plan:
         return Plan(config, [], [])
     working = jsoncodec.loads(jsoncodec.dumps(config))
     if requested_names(working, settings):
-        from nvidia_oci_hook.engine import cdi_apply
+        from nvidia_oci_hook.engine import cdi
 
-        edits, findings, cdi_paths = cdi_apply.inject(working, host, settings)
+        edits, findings, cdi_paths = cdi.inject(working, host, settings)
     else:
         edits, findings, cdi_paths = [], [], set()
     more_edits, more_findings = transforms.rewrite_driver_roots(working, host, settings)

@@ -129,7 +129,7 @@ def markers_check(host: HostView, answer: DriverRootAnswer) -> Check:
 def _cdi_mappings(host: HostView, settings: Settings) -> dict[str, list[str]]:
     """Container path -> the CDI specs that map it from another host path (what a device plugin passes as a CRI
     device with host_path != container_path)."""
-    from nvidia_oci_hook.engine.cdi_apply import read_cache
+    from nvidia_oci_hook.engine.cdi import read_cache
 
     found: dict[str, list[str]] = {}
     cache = read_cache(host, settings.cdi_spec_dirs)
@@ -252,7 +252,7 @@ def nvml_check(host: HostView, answer: DriverRootAnswer, settings: Settings, lib
 
 
 def _stale_cdi_devices(host: HostView, settings: Settings, minors: set[int], uuids: set[str]) -> list[str]:
-    from nvidia_oci_hook.engine.cdi_apply import read_cache
+    from nvidia_oci_hook.engine.cdi import read_cache
 
     stale = []
     cache = read_cache(host, settings.cdi_spec_dirs)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nvidia_oci_hook.config import Settings
-from nvidia_oci_hook.engine.cdi_apply import read_cache, requests
+from nvidia_oci_hook.engine.cdi import read_cache, requests
 from nvidia_oci_hook.host import HostView
 from tests.engine.support import codes, config, device, gpu_spec, run, write_spec
 from tests.helpers import FakeHost

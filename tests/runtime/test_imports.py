@@ -23,9 +23,9 @@ FORBIDDEN = {
 }  # fmt: skip
 ENGINE_MODULES = {
     "nvidia_oci_hook", "nvidia_oci_hook.config", "nvidia_oci_hook.entry", "nvidia_oci_hook.host", "nvidia_oci_hook.io",
-    "nvidia_oci_hook.engine", "nvidia_oci_hook.engine.cdi_apply", "nvidia_oci_hook.engine.jsoncodec",
-    "nvidia_oci_hook.engine.pipeline", "nvidia_oci_hook.engine.records", "nvidia_oci_hook.engine.requests",
-    "nvidia_oci_hook.engine.transforms",
+    "nvidia_oci_hook.engine", "nvidia_oci_hook.engine.cdi", "nvidia_oci_hook.engine.cdi_apply",
+    "nvidia_oci_hook.engine.cdi_spec", "nvidia_oci_hook.engine.jsoncodec", "nvidia_oci_hook.engine.pipeline",
+    "nvidia_oci_hook.engine.records", "nvidia_oci_hook.engine.requests", "nvidia_oci_hook.engine.transforms",
     "nvidia_oci_hook.runtime", "nvidia_oci_hook.runtime.hooks", "nvidia_oci_hook.runtime.logbook",
     "nvidia_oci_hook.runtime.wrapper", "nvidia_oci_hook.runtime.messages",
     "nvidia_oci_hook.kinds", "nvidia_oci_hook.kinds.cdinames", "nvidia_oci_hook.kinds.devices",
