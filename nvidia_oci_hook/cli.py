@@ -404,7 +404,7 @@ def cdi_reconcile(
     """Rewrite CDI specs so that injection succeeds on this node: host paths moved to the driver root that holds
     them, device nodes given the host path that is the same device. Exit status: 0 nothing left to reconcile,
     1 a spec could not be reconciled, 2 usage error."""
-    from nvidia_oci_hook.node.cdi_reconcile import text_edits as mode
+    from nvidia_oci_hook.node.cdi_reconcile import command as mode
 
     if not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")

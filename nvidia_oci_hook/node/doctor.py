@@ -269,7 +269,7 @@ def _stale_cdi_devices(host: HostView, settings: Settings, minors: set[int], uui
 
 
 def cdi_specs_check(host: HostView, settings: Settings) -> Check:
-    from nvidia_oci_hook.node.cdi_reconcile.text_edits import plan_spec_dirs, write_plans
+    from nvidia_oci_hook.node.cdi_reconcile.plans import plan_spec_dirs, write_plans
 
     plans = plan_spec_dirs(host, settings.cdi_spec_dirs, settings.driver_roots)
     changes = [f"{_shown(host, plan.path)}: {change}" for plan in plans for change in plan.changes]

@@ -11,7 +11,8 @@ import pytest
 
 from nvidia_oci_hook.cli import main as cli_main
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.node.cdi_reconcile.text_edits import plan_spec_dirs, run, write_plans
+from nvidia_oci_hook.node.cdi_reconcile.command import run
+from nvidia_oci_hook.node.cdi_reconcile.plans import plan_spec_dirs, write_plans
 from tests.helpers import FakeHost
 from tests.node.fakenodes import CONTAINER, LIB, container_driver, host_driver, seed_000, seed_003
 
