@@ -106,6 +106,10 @@ class HostView:
             resolved.append(part)
         return os.path.join(self.root, *resolved)
 
+    def shown(self, path: str) -> str:
+        """A node path as this machine names it (under --host-root), for messages and for reading it."""
+        return path if self.root == "/" else os.path.join(self.root, path.lstrip("/"))
+
     def stat(self, path: str) -> Optional[os.stat_result]:
         if path in self._stats:
             return self._stats[path]

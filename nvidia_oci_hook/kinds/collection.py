@@ -13,6 +13,9 @@ from typing import Callable, Optional
 
 from nvidia_oci_hook.kinds.document import Document, load_all_kinds
 
+# The kind of the collection `lint --node` builds: the node's engine configurations, CDI and hooks.d directories.
+NODE = "node"
+
 
 @dataclass(frozen=True)
 class Skipped:

@@ -63,10 +63,6 @@ def _dev(root: Optional[str]) -> str:
     return posixpath.join(root or "/", "dev")
 
 
-def _shown(host: HostView, path: str) -> str:
-    return path if host.root == "/" else posixpath.join(host.root, path.lstrip("/"))
-
-
 def _unlink(host: HostView, path: str) -> Callable[[], None]:
     def perform() -> None:
         parent = host.real_path(posixpath.dirname(path))
@@ -118,11 +114,10 @@ def markers_check(host: HostView, answer: DriverRootAnswer) -> Check:
         "validation-markers",
         ERROR,
         problems[0].message,
-        [f"{_shown(host, p.marker)}: {p.kind}" + ("" if p is problems[0] else f": {p.message}") for p in problems]
-        + note,
-        f"rm -f {' '.join(_shown(host, m) for m in markers)}, then delete the nvidia-operator-validator and "
+        [f"{host.shown(p.marker)}: {p.kind}" + ("" if p is problems[0] else f": {p.message}") for p in problems] + note,
+        f"rm -f {' '.join(host.shown(m) for m in markers)}, then delete the nvidia-operator-validator and "
         "device-plugin pods so that they validate again",
-        [Repair(f"remove {_shown(host, marker)}", _unlink(host, marker)) for marker in markers],
+        [Repair(f"remove {host.shown(marker)}", _unlink(host, marker)) for marker in markers],
     )
 
 
@@ -153,10 +148,10 @@ def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settin
     repairs = []
     for path in strays:
         identity = host.link_identity(path)
-        line = f"{_shown(host, path)} ({identity.describe() if identity else '?'})"
+        line = f"{host.shown(path)} ({identity.describe() if identity else '?'})"
         if duplicates_driver_node(host, answer, path):
             line += f": the same device as {answer.dev_root()}{path}"
-            repairs.append(Repair(f"remove {_shown(host, path)}", _unlink(host, path)))
+            repairs.append(Repair(f"remove {host.shown(path)}", _unlink(host, path)))
         else:
             line += f": not the same device as {answer.dev_root()}{path}, left alone"
         for mapping in mappings.get(path, []):
@@ -168,7 +163,7 @@ def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settin
         f"{len(strays)} NVIDIA node{'s' if len(strays) != 1 else ''} in the host's /dev while the driver's are under "
         f"{_dev(answer.dev_root())}: cri-o refuses privileged GPU containers ('{CRIO_COLLISION_ERROR}')",
         evidence,
-        f"rm {' '.join(_shown(host, p) for p in strays)} with no GPU pod running; stop NVML from creating them "
+        f"rm {' '.join(host.shown(p) for p in strays)} with no GPU pod running; stop NVML from creating them "
         "(ModifyDeviceFiles=0, or do not mount the host's /dev into GPU pods)",
         repairs,
     )
@@ -189,7 +184,7 @@ def modify_device_files_check(host: HostView, answer: DriverRootAnswer) -> Check
         WARNING,
         f"ModifyDeviceFiles: 1 while the driver lives under {answer.root}: NVML called in a pod that mounts the "
         "host's /dev creates /dev/nvidia* on the host",
-        [f"{_shown(host, PARAMS)}: ModifyDeviceFiles: 1"],
+        [f"{host.shown(PARAMS)}: ModifyDeviceFiles: 1"],
         "load the module with NVreg_ModifyDeviceFiles=0 (the driver container's kernel module parameters), and do "
         "not mount the host's /dev into GPU pods",
     )
@@ -225,8 +220,8 @@ def dev_char_check(host: HostView, answer: DriverRootAnswer) -> Check:
 def nvml_check(host: HostView, answer: DriverRootAnswer, settings: Settings, library: Optional[str]) -> Check:
     # NVML may create /dev/nvidia* here; they are removed again where they do not belong (driver root not /).
     view = read_nvml(host, remove_created=answer.root not in (None, "/"), library=library)
-    created = [f"NVML created {_shown(host, path)}" for path in view.created_nodes]
-    created += [f"removed {_shown(host, path)} again" for path in view.removed_nodes]
+    created = [f"NVML created {host.shown(path)}" for path in view.created_nodes]
+    created += [f"removed {host.shown(path)} again" for path in view.removed_nodes]
     if not view.available:
         return Check("nvml", UNKNOWN, f"NVML not read: {view.reason}", created)
     evidence = [f"driver {view.driver_version}"] + [
@@ -272,13 +267,13 @@ def cdi_specs_check(host: HostView, settings: Settings) -> Check:
     from nvidia_oci_hook.node.cdi_reconcile.plans import plan_spec_dirs, write_plans
 
     plans = plan_spec_dirs(host, settings.cdi_spec_dirs, settings.driver_roots)
-    changes = [f"{_shown(host, plan.path)}: {change}" for plan in plans for change in plan.changes]
-    problems = [f"{_shown(host, plan.path)}: {problem}" for plan in plans for problem in plan.problems]
+    changes = [f"{host.shown(plan.path)}: {change}" for plan in plans for change in plan.changes]
+    problems = [f"{host.shown(plan.path)}: {problem}" for plan in plans for problem in plan.problems]
     fixable = [plan for plan in plans if plan.new_text is not None]
     if not changes and not problems:
         return Check("cdi-specs", OK, f"{len(plans)} CDI spec file(s) match this node's driver root")
     repairs = [
-        Repair(f"rewrite {_shown(host, plan.path)} ({len(plan.changes)} change(s))", _writer(host, plan, write_plans))
+        Repair(f"rewrite {host.shown(plan.path)} ({len(plan.changes)} change(s))", _writer(host, plan, write_plans))
         for plan in fixable
     ]
     first = (problems or changes)[0]

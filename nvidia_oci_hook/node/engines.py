@@ -8,8 +8,7 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.formats.tomltext import parse_toml
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.kinds.collection import Collection, Loader, Skipped, directory_kinds
-from nvidia_oci_hook.rules.node import NODE, shown
+from nvidia_oci_hook.kinds.collection import NODE, Collection, Loader, Skipped, directory_kinds
 
 CRIO_MAIN = "/etc/crio/crio.conf"
 CRIO_DROPINS = "/etc/crio/crio.conf.d"
@@ -64,7 +63,7 @@ def discover_node(host: HostView, loader: Loader) -> Collection:
 
 
 def _missing(host: HostView, node: Collection, path: str, why: str) -> None:
-    node.skipped.append(Skipped(shown(host, path), why))
+    node.skipped.append(Skipped(host.shown(path), why))
 
 
 def _read_crio(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
@@ -73,7 +72,7 @@ def _read_crio(host: HostView, loader: Loader, node: Collection, facts: NodeFact
         return
     from nvidia_oci_hook.kinds.crio.reading import effective_config, read_crio_config
 
-    collection: Collection = read_crio_config(shown(host, CRIO_MAIN), shown(host, CRIO_DROPINS), loader)
+    collection: Collection = read_crio_config(host.shown(CRIO_MAIN), host.shown(CRIO_DROPINS), loader)
     node.parts.append(collection)
     effective = effective_config(collection)
     runtime = _dig(effective, "crio", "runtime")
@@ -87,7 +86,7 @@ def _read_containerd(host: HostView, loader: Loader, node: Collection, facts: No
         return
     import nvidia_oci_hook.kinds.containerd.config as containerd
 
-    document = loader(shown(host, CONTAINERD_CONFIG), "containerd")
+    document = loader(host.shown(CONTAINERD_CONFIG), "containerd")
     node.documents.append(document)
     facts.cdi_dirs["containerd"] = containerd.cdi_spec_dirs(document.value) or DEFAULT_CDI_SPEC_DIRS
 
@@ -115,7 +114,7 @@ def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFac
             if directory not in present:
                 _missing(host, node, directory, f"not present ({' and '.join(engines)} hooks directory)")
         if present:
-            node.parts.append(read_hooks_dirs([shown(host, d) for d in present], loader, crio_reads="cri-o" in engines))
+            node.parts.append(read_hooks_dirs([host.shown(d) for d in present], loader, crio_reads="cri-o" in engines))
 
 
 def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
@@ -131,7 +130,7 @@ def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts
             if directory not in present:
                 _missing(host, node, directory, f"not present ({engine} CDI spec directory)")
         if present:
-            node.parts.append(read_spec_dirs([shown(host, d) for d in present], loader))
+            node.parts.append(read_spec_dirs([host.shown(d) for d in present], loader))
 
 
 def looked_at_in(node: Collection) -> list[tuple[str, str]]:

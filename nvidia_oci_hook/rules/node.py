@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 from typing import Any
 
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.kinds.collection import Collection
+from nvidia_oci_hook.kinds.collection import NODE, Collection
 from nvidia_oci_hook.node.driver import FOUND, DriverRootAnswer, resolve_driver_root, stray_device_nodes
 from nvidia_oci_hook.node.markers import VALIDATIONS, marker_problems
 from nvidia_oci_hook.rules.base import Context, rule
 
-NODE = "node"
 CRIO_COLLISION_ERROR = (
     "privileged container was configured with a device container path that already exists on the host"
 )
@@ -23,11 +20,6 @@ def _answer(context: Context) -> DriverRootAnswer:
     host = context.host
     assert host is not None
     return context.cached("driver-root", lambda: resolve_driver_root(host, context.driver_roots))  # type: ignore[no-any-return]
-
-
-def shown(host: HostView, path: str) -> str:
-    """A host path as this machine sees it (under --host-root)."""
-    return path if host.root == "/" else posixpath.join(host.root, path.lstrip("/"))
 
 
 @rule("NODE001", "validation-markers-contradict-driver", Severity.ERROR, [NODE], needs_host=True)
@@ -61,9 +53,9 @@ def validation_markers_contradict_driver(value: Any, context: Context) -> Iterat
     answer = _answer(context)
     if answer.status != FOUND:
         return
-    fix = f"rm -f {shown(host, VALIDATIONS)}/*-ready and delete the operator-validator and device-plugin pods"
+    fix = f"rm -f {host.shown(VALIDATIONS)}/*-ready and delete the operator-validator and device-plugin pods"
     for problem in marker_problems(host, answer):
-        yield Problem("", problem.message, fix, path=shown(host, problem.marker))
+        yield Problem("", problem.message, fix, path=host.shown(problem.marker))
 
 
 @rule("NODE002", "stray-nvidia-device-nodes", Severity.ERROR, [NODE], needs_host=True)
@@ -106,6 +98,6 @@ def stray_nvidia_device_nodes(value: Any, context: Context) -> Iterator[Problem]
         yield Problem(
             "",
             f"{path} exists on the host while the driver's nodes are under {answer.dev_root()}/dev: {consequence}",
-            f"rm {shown(host, path)} (no GPU pod running), and stop NVML from creating it",
-            path=shown(host, path),
+            f"rm {host.shown(path)} (no GPU pod running), and stop NVML from creating it",
+            path=host.shown(path),
         )

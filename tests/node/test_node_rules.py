@@ -8,10 +8,9 @@ import pytest
 
 from nvidia_oci_hook.findings import Finding
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.kinds.collection import Collection
+from nvidia_oci_hook.kinds.collection import NODE, Collection
 from nvidia_oci_hook.lint import LintOptions, ResultSet, active_rules, lint_collection
 from nvidia_oci_hook.rules.base import Context, all_rules
-from nvidia_oci_hook.rules.node import NODE
 from tests.helpers import FakeHost
 from tests.node.fakenodes import container_driver, host_driver, seed_000, seed_003
 
