@@ -24,6 +24,20 @@ _KEY_PART = re.compile(r"""[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'""")
 _ERROR_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
+def go_scalar_type(value: Any) -> Optional[str]:
+    """The Go type of a TOML scalar as both Go TOML decoders the engines use (go-toml, BurntSushi/toml) print it;
+    None for dates, arrays and tables, which each decoder names its own way."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    return None
+
+
 def split_key(dotted: str) -> list[str]:
     parts = []
     for match in _KEY_PART.finditer(dotted):

@@ -9,6 +9,7 @@ from datetime import date, datetime, time
 from typing import Any, Optional
 
 from nvidia_oci_hook.formats.jsontext import pointer_join
+from nvidia_oci_hook.formats.tomltext import go_scalar_type
 from nvidia_oci_hook.kinds.containerd.structs import AnyValue, Field, ListOf, Scalar, Table, Type
 from nvidia_oci_hook.kinds.containerd.versions import V1X, V2X
 
@@ -62,14 +63,9 @@ def describe_value(value: Any) -> str:
 
 def go_toml_type(value: Any) -> str:
     """The Go type go-toml v1 reports for a TOML value in its errors ("Can't convert 5(int64) to string")."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
+    scalar = go_scalar_type(value)
+    if scalar is not None:
+        return scalar
     if isinstance(value, dict):
         return "*toml.Tree"
     if isinstance(value, list):

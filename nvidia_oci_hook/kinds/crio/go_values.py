@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Optional, Union
 
+from nvidia_oci_hook.formats.tomltext import go_scalar_type
 from nvidia_oci_hook.kinds.crio.key_table import Scalar, Spec, StringMap, Strings, TableMap
 
 
@@ -16,14 +17,9 @@ def table_header(path: Sequence[str]) -> str:
 
 def go_type(value: Any) -> str:
     """The Go type BurntSushi/toml gives a parsed TOML value, as `%T` prints it."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
+    scalar = go_scalar_type(value)
+    if scalar is not None:
+        return scalar
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
         return "time.Time"
     if isinstance(value, list):
