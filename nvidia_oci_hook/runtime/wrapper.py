@@ -5,6 +5,11 @@ they would run runc. Every subcommand other than `create` goes straight to the r
 becomes (same pid, file descriptors and signals); stdout is left to the runtime alone, since cri-o parses what
 `state` prints. Our own failures are written as runc writes its errors: to the `--log` file in the
 `--log-format` asked for, and to stderr.
+
+Installed, the wrapper is reached through a POSIX-sh dispatcher (`nvidia_oci_hook.launcher`) that execs the
+low-level runtime itself for every call but `create`. It knows which runtime from the record this module keeps in
+the state directory (`remember_low_level`): the configured names, with the configuration file's modification
+time, rewritten whenever Python reads a configuration that differs from it.
 """
 
 from __future__ import annotations
@@ -20,10 +25,18 @@ if TYPE_CHECKING:
     from nvidia_oci_hook.config import Settings
 
 # Global options of runc and crun that take a value (runc parses with Go's flag package: -x, --x, -x=v, --x v).
-_GLOBAL_VALUE_OPTIONS = frozenset(("root", "log", "log-format", "log-level", "criu", "rootless", "cgroup-manager"))
+GLOBAL_VALUE_OPTIONS = frozenset(("root", "log", "log-format", "log-level", "criu", "rootless", "cgroup-manager"))
 # create's options that take a value.
 _CREATE_VALUE_OPTIONS = frozenset(("bundle", "b", "console-socket", "pid-file", "preserve-fds", "config", "f"))
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Where the record the dispatcher reads is kept: root's tmpfs, gone at boot like every container.
+DEFAULT_STATE_DIR = "/run/nvidia-oci-hook"
+LOW_LEVEL_FILE = "low-level"
+# "present" or "absent" (the configuration file), then the low-level runtime names, on one line.
+LOW_LEVEL_SEPARATOR = ":"
+# A configuration file modified this recently is not recorded: the dispatcher compares whole seconds, so an edit
+# within the second the record was taken at would go unseen.
+_SETTLED_SECONDS = 2.0
 
 
 class Invocation:
@@ -57,7 +70,7 @@ def parse_invocation(args: list[str]) -> Invocation:
         if not arg.startswith("-") or arg == "-":
             break
         name, value = _option(arg)
-        if name in _GLOBAL_VALUE_OPTIONS and value is None:
+        if name in GLOBAL_VALUE_OPTIONS and value is None:
             index += 1
             value = args[index] if index < len(args) else None
         if name == "log":
@@ -90,18 +103,89 @@ def parse_invocation(args: list[str]) -> Invocation:
     return invocation
 
 
+def _same_file(path: str, other: str) -> bool:
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return False
+
+
 def find_runtime(names: tuple[str, ...], environ: dict[str, str]) -> Optional[str]:
     """The first of names that is an executable (a name is looked up in PATH), never this wrapper itself."""
-    this = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    this = sys.argv[0] if sys.argv and sys.argv[0] else None
     directories = (environ.get("PATH") or _DEFAULT_PATH).split(":")
     for name in names:
         candidates = [name] if "/" in name else [os.path.join(d or ".", name) for d in directories]
         for candidate in candidates:
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                if this is not None and os.path.realpath(candidate) == this:
+                if this is not None and _same_file(candidate, this):
                     continue
                 return candidate
     return None
+
+
+def _identity(path: str) -> Optional[tuple[int, int, int, int, int]]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def remember_low_level(
+    state_dir: str,
+    config_file: str,
+    before: Optional[tuple[int, int, int, int, int]],
+    names: tuple[str, ...],
+    environ: dict[str, str],
+) -> None:
+    """Record the low-level runtime names for the dispatcher, when they follow from the configuration file alone.
+
+    before is the file's identity taken before the settings were read: a file that changed while it was read,
+    or too recently for the dispatcher's whole-second comparison, is not recorded. Failing to record only means
+    that the next call starts Python again.
+    """
+    if environ.get("NVIDIA_OCI_HOOK_CONFIG") or "NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL" in environ:
+        return
+    if not names or any(not name or "\n" in name or LOW_LEVEL_SEPARATOR in name for name in names):
+        return
+    if _identity(config_file) != before:
+        return
+    present = before is not None
+    if present:
+        assert before is not None
+        if before[0] & 0o170000 != 0o100000 or time.time() - before[4] / 1e9 < _SETTLED_SECONDS:
+            return
+    record = LOW_LEVEL_SEPARATOR.join(("present" if present else "absent", *names)) + "\n"
+    path = os.path.join(state_dir, LOW_LEVEL_FILE)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            unchanged = handle.read() == record
+        if unchanged and (not present or os.stat(path).st_mtime_ns == before[4]):  # type: ignore[index]
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    temporary = f"{path}.{os.getpid()}"
+    try:
+        os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        directory = os.lstat(state_dir)
+        if directory.st_uid != os.geteuid() or directory.st_mode & 0o022 or directory.st_mode & 0o170000 != 0o040000:
+            return  # the dispatcher trusts only its own user's directory: not one others could write into
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temporary, flags, 0o644)
+        try:
+            os.write(fd, record.encode("utf-8"))
+        finally:
+            os.close(fd)
+        if present:
+            assert before is not None
+            os.utime(temporary, ns=(before[4], before[4]))
+        os.rename(temporary, path)
+    except OSError:
+        try:  # noqa: SIM105 - contextlib would be one more import on every container start
+            os.unlink(temporary)
+        except OSError:
+            pass
 
 
 def _runc_style(message: str, log_format: str) -> str:
@@ -163,13 +247,18 @@ def reconcile_bundle(invocation: Invocation, settings: Settings) -> Optional[str
     return None
 
 
-def main(args: list[str], config_path: Optional[str] = None) -> int:
-    """Run as runc would be run; returns only when the real runtime could not be exec'd."""
+def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional[str] = None) -> int:
+    """Run as runc would be run; returns only when the real runtime could not be exec'd.
+
+    state_dir, given by the dispatcher, is where the low-level runtime names are recorded for it.
+    """
     if args and args[0] == "--":
         args = args[1:]
-    from nvidia_oci_hook.config import Settings, load_settings_leniently
+    from nvidia_oci_hook.config import DEFAULT_CONFIG_PATH, Settings, load_settings_leniently
 
     invocation = parse_invocation(args)
+    config_file = config_path or DEFAULT_CONFIG_PATH
+    before = _identity(config_file) if state_dir is not None else None
     problem = None
     try:
         settings, problems = load_settings_leniently(config_path)
@@ -187,6 +276,8 @@ def main(args: list[str], config_path: Optional[str] = None) -> int:
             f"({environ.get('PATH') or _DEFAULT_PATH}); set runtime.low_level in the configuration",
         )
         return 1
+    if state_dir is not None:
+        remember_low_level(state_dir, config_file, before, settings.runtime_low_level, environ)
     if invocation.subcommand == "create":
         if problem is not None:
             report_failure(invocation, problem + "; the container's spec is not reconciled")
@@ -210,6 +301,6 @@ def main(args: list[str], config_path: Optional[str] = None) -> int:
     return 1  # not reached: execv replaced this process
 
 
-def run() -> None:
+def run(config_path: Optional[str] = None, state_dir: Optional[str] = None) -> None:
     """`nvidia-oci-runtime`: the wrapper under a name engines can be given as a runtime path."""
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], config_path, state_dir))

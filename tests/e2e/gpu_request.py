@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.runtime.support import launchers, write_config
+from tests.runtime.support import launchers, settled, write_config
 
 SPEC = {
     "cdiVersion": "0.5.0",
@@ -31,18 +31,18 @@ class Wrapper:
     def __init__(self, directory: Path) -> None:
         (directory / "cdi").mkdir(parents=True)
         (directory / "cdi/gpu.json").write_text(json.dumps(SPEC))
-        self.hook, runtime = launchers(directory / "bin")
         self.log = directory / "wrapper.log"
-        self.config = write_config(
-            directory / "config.yaml",
-            runtime={"low_level": ["runc"]},
-            cdi={"spec_dirs": [str(directory / "cdi")]},
-            log={"file": str(self.log), "syslog": False},
+        self.config = settled(
+            write_config(
+                directory / "config.yaml",
+                runtime={"low_level": ["runc"]},
+                cdi={"spec_dirs": [str(directory / "cdi")]},
+                log={"file": str(self.log), "syslog": False},
+            )
         )
-        # Engines pass their environment on to the runtime; a node sets the configuration's default path instead.
-        self.runtime = directory / "nvidia-oci-runtime"
-        self.runtime.write_text(f'#!/bin/sh\nNVIDIA_OCI_HOOK_CONFIG={self.config} exec {runtime} "$@"\n')
-        self.runtime.chmod(0o755)
+        # The engines run the dispatcher as installed, with the configuration where it reads it: every call but
+        # create goes from the dispatcher straight to runc.
+        self.hook, self.runtime = launchers(directory / "bin", self.config)
 
     def entries(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.log.read_text().splitlines()] if self.log.exists() else []

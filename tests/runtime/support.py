@@ -26,9 +26,22 @@ echo '{"status":"created"}'
 """
 
 
-def launchers(directory: Path) -> tuple[Path, Path]:
-    hook, runtime = (Path(p) for p in write_launchers(str(directory), INTERPRETER))
+def launchers(directory: Path, config: Optional[Path] = None) -> tuple[Path, Path]:
+    """The hook launcher and the runtime dispatcher, the dispatcher reading config (default: the node's path) and
+    keeping its record under directory, never in the node's /run."""
+    written = write_launchers(
+        str(directory), INTERPRETER, config_path=str(config) if config else None, state_dir=str(directory / "state")
+    )
+    hook, runtime = (Path(p) for p in written)
     return hook, runtime
+
+
+def settled(config: Path) -> Path:
+    """The configuration as a node's is when containers start: written a while before, so that the wrapper
+    records its runtime names for the dispatcher at once."""
+    stamp = config.stat().st_mtime - 60
+    os.utime(config, (stamp, stamp))
+    return config
 
 
 def fake_runtime(directory: Path) -> Path:
