@@ -124,7 +124,7 @@ def find_runtime(names: tuple[str, ...], environ: dict[str, str]) -> Optional[st
     return None
 
 
-def _identity(path: str) -> Optional[tuple[int, int, int, int, int]]:
+def file_identity(path: str) -> Optional[tuple[int, int, int, int, int]]:
     try:
         info = os.stat(path)
     except OSError:
@@ -149,7 +149,7 @@ def remember_low_level(
         return
     if not names or any(not name or "\n" in name or LOW_LEVEL_SEPARATOR in name for name in names):
         return
-    if _identity(config_file) != before:
+    if file_identity(config_file) != before:
         return
     present = before is not None
     if present:
@@ -258,7 +258,7 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
 
     invocation = parse_invocation(args)
     config_file = config_path or DEFAULT_CONFIG_PATH
-    before = _identity(config_file) if state_dir is not None else None
+    before = file_identity(config_file) if state_dir is not None else None
     problem = None
     try:
         settings, problems = load_settings_leniently(config_path)

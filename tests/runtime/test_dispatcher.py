@@ -22,6 +22,7 @@ from nvidia_oci_hook.launcher import dispatcher_text
 from nvidia_oci_hook.runtime.wrapper import (
     GLOBAL_VALUE_OPTIONS,
     LOW_LEVEL_FILE,
+    file_identity,
     find_runtime,
     parse_invocation,
     remember_low_level,
@@ -246,14 +247,6 @@ def test_python_decides_whenever_the_record_could_be_stale(dispatcher: Dispatche
     assert dispatcher.run(["state", "c1"], env) == ("python", ["state", "c1"])
 
 
-def _identity(path: Path) -> Optional[tuple[int, int, int, int, int]]:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
 def test_the_wrapper_records_what_the_dispatcher_reads(dispatcher: Dispatcher) -> None:
     record = dispatcher.state / LOW_LEVEL_FILE
     record.unlink()
@@ -264,9 +257,8 @@ def test_the_wrapper_records_what_the_dispatcher_reads(dispatcher: Dispatcher) -
     dispatcher.config.write_text("runtime:\n  low_level: [test-crun, test-runc]\n")
     stamp = time.time() - 30
     os.utime(dispatcher.config, (stamp, stamp))
-    remember_low_level(
-        str(dispatcher.state), str(dispatcher.config), _identity(dispatcher.config), ("test-crun", "test-runc"), {}
-    )
+    identity = file_identity(str(dispatcher.config))
+    remember_low_level(str(dispatcher.state), str(dispatcher.config), identity, ("test-crun", "test-runc"), {})
     assert record.read_text() == "present:test-crun:test-runc\n"
     assert record.stat().st_mtime_ns == dispatcher.config.stat().st_mtime_ns
     assert dispatcher.run(["delete", "c1"]) == (str(dispatcher.bin / "test-runc"), ["delete", "c1"])
@@ -285,12 +277,12 @@ def test_the_wrapper_records_nothing_it_cannot_vouch_for(dispatcher: Dispatcher,
     dispatcher.config.write_text("runtime:\n  low_level: [test-runc]\n")
     stamp = time.time() - 30
     os.utime(dispatcher.config, (stamp, stamp))
-    before = _identity(dispatcher.config)
+    before = file_identity(str(dispatcher.config))
     names: tuple[str, ...] = ("test-runc",)
     environ: dict[str, str] = {}
     if reason == "modified just now":
         os.utime(dispatcher.config)
-        before = _identity(dispatcher.config)
+        before = file_identity(str(dispatcher.config))
     elif reason == "changed while read":
         dispatcher.config.write_text("runtime:\n  low_level: [test-crun, test-runc]\n")
         os.utime(dispatcher.config, (stamp, stamp))
@@ -309,5 +301,6 @@ def test_the_wrapper_records_nothing_it_cannot_vouch_for(dispatcher: Dispatcher,
     remember_low_level(str(dispatcher.state), str(dispatcher.config), before, names, environ)
     assert not record.exists()
     os.utime(dispatcher.config, (stamp, stamp))
-    remember_low_level(str(dispatcher.state), str(dispatcher.config), _identity(dispatcher.config), ("test-runc",), {})
+    identity = file_identity(str(dispatcher.config))
+    remember_low_level(str(dispatcher.state), str(dispatcher.config), identity, ("test-runc",), {})
     assert record.exists() == (reason != "a directory others can write"), "the control case records"
