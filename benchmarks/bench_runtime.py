@@ -1,34 +1,66 @@
-"""Runtime-path benchmark: what the wrapper adds to `runc create`, and what the prestart guard costs.
+"""Runtime-path benchmark: what the wrapper adds to each runtime call and to a container's start in the engines,
+and what the prestart guard costs.
 
-Usage (as root): python benchmarks/bench_runtime.py [--runs N] [--runtime runc|crun]
+Usage (as root, with the tests' interpreter: the engine part needs grpcio and the CRI v1 stubs, tests/e2e/setup.sh):
 
-The config is a realistic GPU container's: busybox root, the driver's libraries and binaries bind-mounted (27
-mounts from a fake driver root), four NVIDIA device nodes with their allow rules, NVIDIA's environment, the
-annotations an engine writes. Cases, each the median wall time of N runs:
+    .venv/bin/python benchmarks/bench_runtime.py [--only calls|engines] [--runs N] [--engine-runs M]
+        [--runtime runc|crun] [--markdown]
 
-- create: `RUNTIME create` of that bundle, alone and through the wrapper (the launcher as the packages install
-  it: /usr/bin/python3 -IS); the wrapper finds nothing to change. Each container is deleted between runs.
-- create + CDI: the same config with its GPU requested as a CDI annotation instead, resolved from a YAML spec,
-  so the wrapper applies and writes edits on every run.
-- hook: `nvidia-oci-hook hook prestart` with the container's state on stdin, against `python3 -I -c pass`.
+The launchers are written by nvidia_oci_hook.launcher.write_launchers for /usr/bin/python3, as the packages
+install them. Every number is the median wall time of one interleaved run: the cases compared take turns run by
+run, each case's untimed setup (creating the container it acts on, say) just before its timed action.
+
+Calls (--runs N, default 20), on a realistic GPU container's config: busybox root, the driver's libraries and
+binaries bind-mounted (27 mounts from a fake driver root), four NVIDIA device nodes with their allow rules,
+NVIDIA's environment, the annotations an engine writes; bundles and runtime state on tmpfs, as engines keep them.
+
+- create: `RUNTIME create` of that bundle alone, through `python3 -IS` exec'ing the runtime (the interpreter's
+  start alone: the floor of any Python wrapper), and through the wrapper, which finds nothing to change; and the
+  config with its GPU requested as a CDI annotation instead, so the wrapper applies and writes edits each run.
+- state, start, kill, delete: each through the wrapper against the runtime alone, on a real container: state of
+  a created one, start of a created one, kill (SIGKILL) of a started `sleep`, delete of one whose `true` exited.
+- hook: `nvidia-oci-hook hook prestart` with the container's state on stdin, against `python3 -I -S -c pass`,
+  which is what the launchers start (-I alone would load site and make the hook look cheaper than it is).
+
+Engines (--engine-runs M, default 30), with runc as the baseline: see benchmarks/bench_engines.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
+
+from timing import (  # noqa: E402
+    SETTLE,
+    Case,
+    Row,
+    Section,
+    delta_row,
+    interleaved_medians,
+    interrupt_once,
+    machine,
+    ratio_row,
+    reap,
+    render_markdown,
+    render_text,
+    subreaper,
+    tmpfs,
+    wait_orphans,
+)
 
 from nvidia_oci_hook.launcher import write_launchers  # noqa: E402
 
@@ -50,7 +82,6 @@ BINARIES = (
 )
 DEVICES = (("/dev/nvidiactl", 255), ("/dev/nvidia0", 0), ("/dev/nvidia-uvm", 0), ("/dev/nvidia-uvm-tools", 1))
 UVM_MAJOR = 235
-SETTLE = 0.05  # seconds between the untimed setup of a run and its timed action
 EXEC_RUNTIME = "import os, sys; os.execv(sys.argv[1], sys.argv[1:])"
 
 
@@ -198,130 +229,271 @@ def cdi_spec_yaml(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def interleaved_medians(runs: int, cases: dict[str, tuple[Callable[[], None], Callable[[], None]]]) -> dict[str, float]:
-    """Median wall time of each case's action, the cases taking turns run by run, so that the machine's drift
-    (two cores, other work) falls on all of them alike; each case's setup runs before its action, untimed."""
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(runs):
-        for name, (setup, action) in cases.items():
-            setup()
-            start = time.perf_counter()
-            action()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) * 1000 for name, values in times.items()}
+CALL_BOUND = 1.5  # ms over the runtime alone that the issue allows each call through the wrapper
+CONFIG_ENV = "NVIDIA_OCI_HOOK_CONFIG"
+CDI_REQUEST = ("cdi.k8s.io/gpu", "nvidia.com/gpu=0")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--runtime", default="runc", choices=("runc", "crun"))
-    args = parser.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("bench_runtime: run as root (runc creates containers)")
-    runtime = shutil.which(args.runtime)
-    if runtime is None or not os.path.exists(PYTHON):
-        sys.exit(f"bench_runtime: needs {args.runtime} and {PYTHON}")
-    with tempfile.TemporaryDirectory(prefix="bench-runtime-") as temporary:
-        directory = Path(temporary)
-        # Engines keep bundles on tmpfs (/run/containerd, /run/containers): the wrapper's fsync costs nothing
-        # there, while on this machine's disk it would dominate what is measured.
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "bench-runtime", str(directory)], check=True)
-        try:
-            return _measure(directory, runtime, args)
-        finally:
-            subprocess.run(["umount", "--lazy", str(directory)], check=False)
+@dataclass(frozen=True)
+class Workspace:
+    """What every part measures with: a busybox root, the fake driver and its CDI spec, and the launchers."""
+
+    directory: Path
+    rootfs: Path
+    driver: Path
+    spec_dir: Path
+    hook: str
+    wrapper: str
+
+    def settings(self, name: str, runtime: str) -> Path:
+        """The tool's configuration for one part: its low-level runtime, the spec, a log of its own."""
+        path = self.directory / f"{name}.yaml"
+        path.write_text(
+            f"driver_roots: [/, {self.driver}]\nruntime:\n  low_level: [{runtime}]\n"
+            f"cdi:\n  spec_dirs: [{self.spec_dir}]\nlog:\n  file: {self.log(name)}\n  syslog: false\n"
+        )
+        return path
+
+    def log(self, name: str) -> Path:
+        return self.directory / f"{name}.log"
 
 
-def _measure(directory: Path, runtime: str, args: argparse.Namespace) -> int:
+def workspace(directory: Path) -> Workspace:
     rootfs = directory / "rootfs"
     (rootfs / "bin").mkdir(parents=True)
     shutil.copy2("/bin/busybox", rootfs / "bin/busybox")
-    (rootfs / "bin/true").symlink_to("busybox")
+    for applet in ("true", "sleep"):
+        (rootfs / "bin" / applet).symlink_to("busybox")
     for name in ("proc", "dev", "sys"):
         (rootfs / name).mkdir()
-    root = driver_root(directory)
+    driver = driver_root(directory)
     spec_dir = directory / "cdi"
     spec_dir.mkdir()
-    (spec_dir / "nvidia.yaml").write_text(cdi_spec_yaml(root))
-    settings = directory / "config.yaml"
-    settings.write_text(
-        f"driver_roots: [/, {root}]\nruntime:\n  low_level: [{runtime}]\ncdi:\n  spec_dirs: [{spec_dir}]\n"
-        f"log:\n  file: {directory / 'wrapper.log'}\n  syslog: false\n"
-    )
-    hook, wrapper = write_launchers(str(directory / "bin"), PYTHON)
-    env = dict(os.environ, NVIDIA_OCI_HOOK_CONFIG=str(settings))
-    state = directory / "state"
+    (spec_dir / "nvidia.yaml").write_text(cdi_spec_yaml(driver))
+    # By name: which launcher is which is write_launchers' business, and so is what each one holds.
+    launchers = {Path(path).name: path for path in write_launchers(str(directory / "bin"), PYTHON)}
+    return Workspace(directory, rootfs, driver, spec_dir, launchers["nvidia-oci-hook"], launchers["nvidia-oci-runtime"])
 
-    def bundle(name: str, requested_by_cdi: bool) -> Path:
-        path = directory / name
+
+def measure_calls(space: Workspace, name: str, runtime: str, runs: int) -> list[Section]:
+    settings = space.settings("calls", runtime)
+    env = dict(os.environ, **{CONFIG_ENV: str(settings)})
+    state = space.directory / "state"
+    subreaper(True)
+    try:
+        return _measure_calls(space, name, runtime, runs, env, state)
+    finally:
+        # Whatever stopped the runs: the containers they left, then the inits that this process adopted.
+        listed = subprocess.run([runtime, "--root", str(state), "list", "-q"], capture_output=True, text=True)
+        for container in listed.stdout.split():
+            subprocess.run([runtime, "--root", str(state), "delete", "--force", container], capture_output=True)
+        wait_orphans(timeout=10)
+        subreaper(False)
+
+
+def _measure_calls(
+    space: Workspace, name: str, runtime: str, runs: int, env: dict[str, str], state: Path
+) -> list[Section]:
+    directory = space.directory
+
+    def bundle(bundle_name: str, requested_by_cdi: bool, args: Sequence[str] = ("/bin/true",)) -> Path:
+        path = directory / bundle_name
         path.mkdir()
-        (path / "config.json").write_text(json.dumps(gpu_config(rootfs, root, requested_by_cdi)))
+        config = gpu_config(space.rootfs, space.driver, requested_by_cdi)
+        config["process"]["args"] = list(args)
+        (path / "config.json").write_text(json.dumps(config))
         return path
 
-    def create(front: list[str], path: Path) -> Callable[[], None]:
+    def call(front: str, *args: str, check: bool = True) -> None:
+        subprocess.run(
+            [front, "--root", str(state), *args],
+            env=env,
+            check=check,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=None if check else subprocess.DEVNULL,
+        )
+
+    def remove(container: str) -> None:
+        call(runtime, "delete", "--force", container, check=False)
+        reap()
+
+    def create_with(front: Sequence[str], path: Path) -> Callable[[], None]:
         def action() -> None:
             command = [*front, "--root", str(state), "create", "--bundle", str(path), "bench"]
             subprocess.run(command, env=env, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
         return action
 
-    def delete() -> None:
-        subprocess.run([runtime, "--root", str(state), "delete", "--force", "bench"], capture_output=True, check=False)
-        # The container's processes and cgroup go away after delete returns; let that finish outside the timing.
-        time.sleep(SETTLE)
+    def stopped(container: str) -> None:
+        deadline = time.monotonic() + 10
+        while True:
+            out = subprocess.run([runtime, "--root", str(state), "state", container], capture_output=True, text=True)
+            if out.returncode == 0 and json.loads(out.stdout)["status"] == "stopped":
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name}: container {container} did not stop: {out.stdout}{out.stderr}")
+            time.sleep(0.005)
 
-    plain_bundle = bundle("plain", requested_by_cdi=False)
-    cdi_bundle = bundle("cdi-bundle", requested_by_cdi=True)
-    pristine = (cdi_bundle / "config.json").read_bytes()
+    plain = bundle("plain", requested_by_cdi=False)
+    cdi = bundle("cdi-bundle", requested_by_cdi=True)
+    sleeper = bundle("sleeper", requested_by_cdi=False, args=("/bin/sleep", "1000"))
+    pristine = (cdi / "config.json").read_bytes()
 
     def reset_cdi() -> None:
-        delete()
-        (cdi_bundle / "config.json").write_bytes(pristine)
+        remove("bench")
+        (cdi / "config.json").write_bytes(pristine)
 
-    def nothing() -> None:
-        time.sleep(SETTLE / 5)
+    def fresh(container: str, path: Path = plain) -> Callable[[], None]:
+        def setup() -> None:
+            remove(container)
+            call(runtime, "create", "--bundle", str(path), container)
 
-    def hook_run() -> None:
-        subprocess.run([hook, "hook", "prestart"], input=state_json.encode(), env=env, check=True)
+        return setup
 
-    def bare() -> None:
-        subprocess.run([PYTHON, "-I", "-c", "pass"], check=True)
+    def started(container: str, path: Path) -> Callable[[], None]:
+        def setup() -> None:
+            fresh(container, path)()
+            call(runtime, "start", container)
+
+        return setup
+
+    def exited(container: str) -> Callable[[], None]:
+        def setup() -> None:
+            started(container, plain)()
+            stopped(container)
+            reap()
+
+        return setup
+
+    create_with([runtime], plain)()  # warm the caches once
+    remove("bench")
+    call(runtime, "create", "--bundle", str(plain), "state")
+    cases = {
+        "alone": Case(create_with([runtime], plain), setup=lambda: remove("bench")),
+        # The interpreter's share: Python started as the launchers start it, doing nothing but exec.
+        "interpreter": Case(
+            create_with([PYTHON, "-IS", "-c", EXEC_RUNTIME, runtime], plain), setup=lambda: remove("bench")
+        ),
+        "wrapped": Case(create_with([space.wrapper], plain), setup=lambda: remove("bench")),
+        "wrapped-cdi": Case(create_with([space.wrapper], cdi), setup=reset_cdi),
+    }
+    for front, side in ((runtime, "alone"), (space.wrapper, "wrapped")):
+        # Each pair shares its container name; the setups always use the runtime alone.
+        cases[f"state {side}"] = Case(partial(call, front, "state", "state"), settle=SETTLE / 5)
+        cases[f"start {side}"] = Case(partial(call, front, "start", "start"), setup=fresh("start"))
+        cases[f"kill {side}"] = Case(partial(call, front, "kill", "kill", "KILL"), setup=started("kill", sleeper))
+        cases[f"delete {side}"] = Case(partial(call, front, "delete", "delete"), setup=exited("delete"))
+    times = interleaved_medians(runs, cases)
+    for container in ("bench", "state", "start", "kill", "delete"):
+        remove(container)
+    entries = [json.loads(line) for line in space.log("calls").read_text().splitlines()]
+    edits = entries[-1]["edits"] if entries else []
 
     state_json = json.dumps(
-        {"ociVersion": "1.0.2", "id": "bench", "status": "creating", "pid": 1, "bundle": str(plain_bundle)}
-    )
-    create([runtime], plain_bundle)()  # warm the caches once
-    delete()
-    create_times = interleaved_medians(
-        args.runs,
-        {
-            "alone": (delete, create([runtime], plain_bundle)),
-            # The interpreter's share: Python started as the launchers start it, doing nothing but exec.
-            "interpreter": (delete, create([PYTHON, "-IS", "-c", EXEC_RUNTIME, runtime], plain_bundle)),
-            "wrapped": (delete, create([wrapper], plain_bundle)),
-            "wrapped-cdi": (reset_cdi, create([wrapper], cdi_bundle)),
-        },
-    )
-    delete()
-    edits = json.loads((directory / "wrapper.log").read_text().splitlines()[-1])["edits"]
-    hook_times = interleaved_medians(args.runs * 2, {"bare": (nothing, bare), "hook": (nothing, hook_run)})
-    alone = create_times["alone"]
-    mounts = len(gpu_config(rootfs, root, False)["mounts"])
-    name = args.runtime
+        {"ociVersion": "1.0.2", "id": "bench", "status": "creating", "pid": 1, "bundle": str(plain)}
+    ).encode()
 
-    def row(label: str, value: float, note: str = "") -> None:
-        extra = f"   +{value - alone:5.1f} ms" if label != f"{name} alone" else ""
-        print(f"  {label:<28} {value:7.1f} ms{extra}{'  (' + note + ')' if note else ''}")
+    def hook_run() -> None:
+        subprocess.run([space.hook, "hook", "prestart"], input=state_json, env=env, check=True)
 
-    print(f"{name} create, realistic GPU config ({mounts} mounts, bundles on tmpfs), median of {args.runs}:")
-    row(f"{name} alone", alone)
-    row(f"python3 -IS, exec {name}", create_times["interpreter"], "the interpreter's start alone")
-    row(f"wrapper + {name}", create_times["wrapped"], f"x{create_times['wrapped'] / alone:.2f}; nothing to change")
-    row(f"wrapper + {name}, CDI request", create_times["wrapped-cdi"], f"{len(edits)} edits applied and written")
-    bare_ms, hook_ms = hook_times["bare"], hook_times["hook"]
-    print(f"prestart hook, median of {args.runs * 2}:")
-    print(f"  {'python3 -I -c pass':<28} {bare_ms:7.1f} ms")
-    print(f"  {'hook prestart':<28} {hook_ms:7.1f} ms   +{hook_ms - bare_ms:5.1f} ms  (x{hook_ms / bare_ms:.2f})")
+    def bare() -> None:
+        subprocess.run([PYTHON, "-I", "-S", "-c", "pass"], check=True)
+
+    hook_times = interleaved_medians(
+        runs * 2, {"bare": Case(bare, settle=SETTLE / 5), "hook": Case(hook_run, settle=SETTLE / 5)}
+    )
+
+    alone = times["alone"]
+    mounts = len(gpu_config(space.rootfs, space.driver, False)["mounts"])
+    create = Section(
+        f"{name} create, realistic GPU config ({mounts} mounts, bundles on tmpfs), median of {runs}",
+        [
+            Row(f"{name} alone", alone),
+            delta_row(f"python3 -IS, exec {name}", times["interpreter"], alone, note="the floor of create"),
+            ratio_row(f"wrapper + {name}", times["wrapped"], alone, note="nothing to change"),
+            ratio_row(
+                f"wrapper + {name}, CDI request", times["wrapped-cdi"], alone, note=f"{len(edits)} edits written"
+            ),
+        ],
+    )
+    calls = Section(
+        f"{name} state, start, kill, delete: through the wrapper against {name} alone, median of {runs}", []
+    )
+    for verb, what in (
+        ("state", "a created container"),
+        ("start", "a created container"),
+        ("kill", "SIGKILL to a running sleep"),
+        ("delete", "a container whose true exited"),
+    ):
+        calls.rows.append(Row(f"{verb}, {name} alone", times[f"{verb} alone"], note=what))
+        calls.rows.append(
+            delta_row(f"{verb}, wrapper + {name}", times[f"{verb} wrapped"], times[f"{verb} alone"], CALL_BOUND)
+        )
+    bare_time = hook_times["bare"]
+    hook = Section(
+        f"prestart hook, median of {runs * 2}",
+        [
+            Row("python3 -I -S -c pass", bare_time, note="what the launchers start"),
+            ratio_row("hook prestart", hook_times["hook"], bare_time),
+        ],
+    )
+    return [create, calls, hook]
+
+
+@contextlib.contextmanager
+def workspace_on_tmpfs() -> Iterator[Workspace]:
+    # Engines keep bundles on tmpfs (/run/containerd, /run/containers): the wrapper's fsync costs nothing there,
+    # while on this machine's disk it would dominate what is measured.
+    with tmpfs("bench-runtime-") as directory:
+        yield workspace(directory)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=("calls", "engines"), help="one part alone (default: both)")
+    parser.add_argument("--runs", type=int, default=20, help="runs of each call case (default 20)")
+    parser.add_argument("--engine-runs", type=int, default=30, help="runs of each engine case (default 30)")
+    parser.add_argument("--runtime", default="runc", choices=("runc", "crun"), help="the calls' runtime")
+    parser.add_argument("--markdown", action="store_true", help="also a markdown table for README.md")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench_runtime: run as root (runc creates containers)")
+    runtime = shutil.which(args.runtime)
+    if runtime is None or not os.path.exists(PYTHON):
+        sys.exit(f"bench_runtime: needs {args.runtime} and {PYTHON}")
+    if min(args.runs, args.engine_runs) < 1:
+        sys.exit("bench_runtime: --runs and --engine-runs must be at least 1")
+    interrupt_once()
+    programs: dict[str, Sequence[str]] = {"python3": [PYTHON, "--version"]}
+    sections: list[Section] = []
+    try:
+        with workspace_on_tmpfs() as space:
+            if args.only in (None, "calls"):
+                programs[args.runtime] = [runtime, "--version"]
+                for section in measure_calls(space, args.runtime, runtime, args.runs):
+                    print(render_text(section), flush=True)
+                    sections.append(section)
+            if args.only in (None, "engines"):
+                import bench_engines  # grpc and the CRI messages: only where the engines are measured
+
+                programs.update(bench_engines.PROGRAMS)
+                settings = space.settings("engines", "runc")
+                engine_sections = bench_engines.measure(
+                    args.engine_runs, space.wrapper, space.hook, settings, space.log("engines"), CDI_REQUEST
+                )
+                for section in engine_sections:
+                    print(render_text(section), flush=True)
+                    sections.append(section)
+    except KeyboardInterrupt:
+        print("bench_runtime: interrupted; everything it started has been removed", file=sys.stderr)
+        return 130
+    except (RuntimeError, subprocess.CalledProcessError) as error:
+        print(f"bench_runtime: {error}", file=sys.stderr)
+        return 1
+    if args.markdown:
+        print()
+        print(render_markdown(machine(programs), sections), end="")
     return 0
 
 
