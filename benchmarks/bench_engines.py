@@ -63,13 +63,13 @@ HANDLER = "nvidia"
 POLL = 0.005  # seconds between ContainerStatus calls: small against a container's life, cheap for the daemon
 WRAPPER_BOUND = 1.10
 GUARD_BOUND = 1.05
-CONMON_PATH = "/usr/bin:/usr/sbin:/usr/local/bin:/sbin:/bin"  # containers.conf's default conmon_env_vars
 REFUSAL = "nvidia-oci-hook: refusing container"
 
 
 @dataclass(frozen=True)
 class Tool:
-    """The launchers as installed, the configuration they read (through the environment) and the log it names."""
+    """The launchers as installed, the configuration the wrapper reads where it was installed to read it (the
+    guard gets it through its hooks.d file's env), and the log it names."""
 
     wrapper: str
     hook: str
@@ -107,11 +107,8 @@ def containerd_daemon(tool: Tool) -> Iterator[Any]:
         raise RuntimeError("catatonit is not installed (Debian package catatonit)")
     workdir = Path(tempfile.mkdtemp(prefix="cri", dir="/tmp"))  # short: the socket's path has 108 bytes at most
     daemon = harness.CRIDaemon(workdir, CONTAINERD)
-    previous = os.environ.get(CONFIG_ENV)
     try:
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "bench-cri", str(workdir)], check=True)
-        # The shims inherit containerd's environment and the runtime the shims': how the wrapper finds its config.
-        os.environ[CONFIG_ENV] = str(tool.settings)
         base = harness.cri_config(
             workdir,
             binary_name=None,
@@ -133,10 +130,6 @@ def containerd_daemon(tool: Tool) -> Iterator[Any]:
         daemon._start(catatonit, base + handler, 60)
         yield daemon
     finally:
-        if previous is None:
-            os.environ.pop(CONFIG_ENV, None)
-        else:
-            os.environ[CONFIG_ENV] = previous
         if daemon.process is None:
             stop_unheld_daemon(workdir)
         daemon.close()
@@ -314,11 +307,6 @@ def podman_child(request: dict[str, Any]) -> dict[str, list[float]]:
             none = directory / "hooks-none"  # not podman's default directories, whatever this host has there
             none.mkdir()
             env.configure([str(none)])
-            # conmon, which runs `create`, does not get podman's environment but the one containers.conf names (the
-            # wrapper's probe below fails without this); on a node the config is at its default path instead.
-            conf = directory / "containers.conf"
-            conmon_env = json.dumps([f"PATH={CONMON_PATH}", f"{CONFIG_ENV}={tool.settings}"])
-            conf.write_text(conf.read_text().replace("[engine]\n", f"[engine]\nconmon_env_vars = {conmon_env}\n", 1))
             guard = directory / "hooks-guard"
             guard.mkdir()
             hook = json.loads(GUARD.read_text())
