@@ -249,12 +249,13 @@ class Workspace:
     wrapper: str
     config: Path
 
-    def settings(self, name: str, runtime: str) -> Path:
+    def settings(self, name: str, runtime: str, roots: str = "") -> Path:
         """The tool's configuration for one part (its low-level runtime, the spec, a log of its own), where the
         installed wrapper reads it, and written a while ago, as a node's is when containers start: the wrapper
-        records its runtime names for the dispatcher at its first call."""
+        records what the dispatcher reads at its first call. roots are the driver roots, by default / and the
+        fake driver's."""
         self.config.write_text(
-            f"driver_roots: [/, {self.driver}]\nruntime:\n  low_level: [{runtime}]\n"
+            f"driver_roots: [{roots or f'/, {self.driver}'}]\nruntime:\n  low_level: [{runtime}]\n"
             f"cdi:\n  spec_dirs: [{self.spec_dir}]\nlog:\n  file: {self.log(name)}\n  syslog: false\n"
         )
         settled = time.time() - 60
@@ -502,7 +503,8 @@ def main() -> int:
                 import bench_engines  # grpc and the CRI messages: only where the engines are measured
 
                 programs.update(bench_engines.PROGRAMS)
-                settings = space.settings("engines", "runc")
+                # A node whose driver is installed on the host: the default roots, the operator's absent.
+                settings = space.settings("engines", "runc", "/, /run/nvidia/driver")
                 engine_sections = bench_engines.measure(
                     args.engine_runs, space.wrapper, space.hook, settings, space.log("engines"), CDI_REQUEST
                 )

@@ -26,8 +26,14 @@ from __future__ import annotations
 import os
 import sys
 
-from nvidia_oci_hook.config import DEFAULT_CONFIG_PATH
-from nvidia_oci_hook.runtime.wrapper import DEFAULT_STATE_DIR, GLOBAL_VALUE_OPTIONS, LOW_LEVEL_FILE, LOW_LEVEL_SEPARATOR
+from nvidia_oci_hook.config import DEFAULT_CONFIG_PATH, SETTINGS
+from nvidia_oci_hook.runtime.wrapper import (
+    CREATE_VALUE_OPTIONS,
+    DEFAULT_STATE_DIR,
+    GLOBAL_VALUE_OPTIONS,
+    RECORD_FILE,
+    RECORD_SEPARATOR,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,10 +68,10 @@ def launcher_text(interpreter: str, package_parents: Sequence[str], module: str,
 
 DISPATCHER = r"""#!/bin/sh
 # nvidia-oci-runtime, in front of runc or crun; written by nvidia_oci_hook.launcher.
-# Only `create` needs Python: it reconciles the bundle's config.json. Every other call is exec'd from here to the
-# runtime the Python wrapper would run: the names it last read in the configuration (kept in the state directory,
-# valid while the file keeps the modification time they were read at) looked up in PATH as it looks them up.
-# Whenever this script cannot be sure of the same answer, Python decides.
+# Python reconciles the bundle's config.json on `create`. Every other call, and a `create` whose config the plan
+# would leave as it is, is exec'd from here to the runtime the Python wrapper would run: what the wrapper last
+# read in the configuration is kept in the state directory, valid while the file keeps the modification time it
+# was read at. Whenever this script cannot be sure of the same answer, Python decides.
 config=@CONFIG@
 state=@STATE@
 
@@ -74,9 +80,10 @@ python() {
 }
 
 # The arguments as the wrapper scans them: one leading "--" dropped, then runc's global options (Go's flag
-# syntax: -x, --x, -x=v, --x v), up to the subcommand.
-subcommand= take_value= after_separator= first=1
+# syntax: -x, --x, -x=v, --x v) up to the subcommand, then for create its own options up to the bundle.
+subcommand= take_value= after_separator= first=1 position=0
 for arg do
+    position=$((position + 1))
     if [ -n "$first" ]; then
         first=
         [ "$arg" = -- ] && continue
@@ -99,24 +106,91 @@ for arg do
         esac
     fi
 done
-[ "$subcommand" != create ] || python "$@"
 
-# What the wrapper last read; another configuration file or a low-level runtime named in the environment is
-# Python's to read. Only root's own files are trusted: the runtime runs as root.
-[ -z "${NVIDIA_OCI_HOOK_CONFIG-}" ] && [ -z "${NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL+set}" ] || python "$@"
-record=$state/@LOW_LEVEL_FILE@
-[ -O "$state" ] && [ -O "$record" ] && IFS= read -r recorded <"$record" || python "$@"
+# What the wrapper last read. Settings from the environment or another configuration file are Python's to
+# read; only root's own record is trusted, as the runtime runs as root.
+[ -z "${NVIDIA_OCI_HOOK_CONFIG-}" ] && [ -z "@SETTINGS_SET@" ] || python "$@"
+record=$state/@RECORD_FILE@
+[ -O "$state" ] && [ -O "$record" ] || python "$@"
+{ IFS= read -r recorded && IFS= read -r names && IFS= read -r roots && IFS= read -r prefixes &&
+    IFS= read -r visible; } <"$record" || python "$@"
 case $recorded in
-present@SEP@?*)
+present)
     # The wrapper gave the record the file's modification time: neither may be newer than the other.
     [ -f "$config" ] && ! [ "$config" -nt "$record" ] && ! [ "$config" -ot "$record" ] || python "$@"
     ;;
-absent@SEP@?*) ! [ -e "$config" ] || python "$@" ;;
+absent) ! [ -e "$config" ] || python "$@" ;;
 *) python "$@" ;;
 esac
+[ -n "$names" ] || python "$@"
+
+if [ "$subcommand" = create ]; then
+    bundle= positional= take_value= index=0
+    for arg do
+        index=$((index + 1))
+        [ "$index" -gt "$position" ] || continue
+        if [ -n "$take_value" ]; then
+            [ "$take_value" = bundle ] && bundle=$arg
+            take_value=
+        elif [ -z "$positional" ]; then
+            case $arg in
+            --) positional=1 ;;
+            -) ;;
+            -*)
+                option=${arg#"${arg%%[!-]*}"}
+                case $option in
+                bundle=* | b=*) bundle=${option#*=} ;;
+                bundle | b) take_value=bundle ;;
+                @CREATE_VALUE_OPTIONS@) take_value=other ;;
+                esac
+                ;;
+            esac
+        fi
+    done
+    # The plan changes nothing and finds nothing in a config that requests no CDI device, lists no device node
+    # and names no path under a driver root other than "/", on a node where no such root exists (no bind
+    # mount or hook can then move, or be missing under one). The config's text shows all of that only where
+    # no JSON escape could spell out what it hides: an escape other than those of quotes, backslashes, control
+    # characters, <, >, & and line separators sends the config to Python, as does one too large to read here.
+    text=$(head -c 1048577 -- "${bundle:-.}/config.json" 2>/dev/null) || python "$@"
+    [ "${#text}" -le 1048576 ] || python "$@"
+    # Glob patterns only: dash's ${x#*y} is quadratic in the text's length. A pattern may also match what is
+    # harmless (a backslash escaped before a "u"): that only sends the config to Python.
+    case $text in
+    *\\[!\"\\bfnrtu]* | *\\u[!02]* | *\\u0[!0]* | *\\u00[!0123]* | *\\u002[!6]* | *\\u003[!cCeE]* | \
+        *\\u2[!0]* | *\\u20[!2]* | *\\u202[!89]*)
+        python "$@"
+        ;;
+    esac
+    case $visible$text in env*NVIDIA_VISIBLE_DEVICES*) python "$@" ;; esac
+    while [ -n "$prefixes" ]; do
+        prefix=${prefixes%%@SEP@*}
+        case $prefixes in *@SEP@*) prefixes=${prefixes#*@SEP@} ;; *) prefixes= ;; esac
+        case $text in *"$prefix"*) python "$@" ;; esac
+    done
+    while [ -n "$roots" ]; do
+        root=${roots%%@SEP@*}
+        case $roots in *@SEP@*) roots=${roots#*@SEP@} ;; *) roots= ;; esac
+        ! [ -e "$root" ] || python "$@"
+        case $text in *"$root"*) python "$@" ;; esac
+    done
+    # Every key "devices" must be the one of linux.resources (the cgroup's rules), never linux.devices: each
+    # pattern is a "devices" preceded by anything but the whole of "resources":{.
+    case $text in
+    '"devices"'* | *[!{]'"devices"'* | *[!:]'{"devices"'* | *[!\"]':{"devices"'* | *[!s]'":{"devices"'* | \
+        *[!e]'s":{"devices"'* | *[!c]'es":{"devices"'* | *[!r]'ces":{"devices"'* | *[!u]'rces":{"devices"'* | \
+        *[!o]'urces":{"devices"'* | *[!s]'ources":{"devices"'* | *[!e]'sources":{"devices"'* | \
+        *[!r]'esources":{"devices"'* | *[!\"]'resources":{"devices"'* | '{"devices"'* | ':{"devices"'* | \
+        '":{"devices"'* | 's":{"devices"'* | 'es":{"devices"'* | 'ces":{"devices"'* | 'rces":{"devices"'* | \
+        'urces":{"devices"'* | 'ources":{"devices"'* | 'sources":{"devices"'* | 'esources":{"devices"'* | \
+        'resources":{"devices"'*)
+        python "$@"
+        ;;
+    esac
+fi
 
 # The first name that is an executable file, in PATH unless it holds a slash; never this script itself.
-names=${recorded#*@SEP@}@SEP@
+names=$names@SEP@
 search=${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 while [ -n "$names" ]; do
     name=${names%%@SEP@*}
@@ -163,8 +237,10 @@ def dispatcher_text(interpreter: str, package_parents: Sequence[str], config_pat
         "@INTERPRETER@": _sh_literal(interpreter),
         "@CODE@": _sh_literal(code),
         "@VALUE_OPTIONS@": " | ".join(sorted(GLOBAL_VALUE_OPTIONS)),
-        "@LOW_LEVEL_FILE@": LOW_LEVEL_FILE,
-        "@SEP@": LOW_LEVEL_SEPARATOR,
+        "@CREATE_VALUE_OPTIONS@": " | ".join(sorted(CREATE_VALUE_OPTIONS - {"bundle", "b"})),
+        "@SETTINGS_SET@": "".join("${" + key.env + "+set}" for key in SETTINGS),
+        "@RECORD_FILE@": RECORD_FILE,
+        "@SEP@": RECORD_SEPARATOR,
     }
     text = DISPATCHER
     for placeholder, value in replacements.items():

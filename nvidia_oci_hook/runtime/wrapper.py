@@ -7,9 +7,10 @@ becomes (same pid, file descriptors and signals); stdout is left to the runtime 
 `--log-format` asked for, and to stderr.
 
 Installed, the wrapper is reached through a POSIX-sh dispatcher (`nvidia_oci_hook.launcher`) that execs the
-low-level runtime itself for every call but `create`. It knows which runtime from the record this module keeps in
-the state directory (`remember_low_level`): the configured names, with the configuration file's modification
-time, rewritten whenever Python reads a configuration that differs from it.
+low-level runtime itself for every call but `create`, and for a `create` whose config it can prove the plan would
+leave alone. It reads what it needs from the record this module keeps in the state directory
+(`remember_for_dispatcher`), with the configuration file's modification time, rewritten whenever Python reads a
+configuration that differs from it.
 """
 
 from __future__ import annotations
@@ -27,13 +28,18 @@ if TYPE_CHECKING:
 # Global options of runc and crun that take a value (runc parses with Go's flag package: -x, --x, -x=v, --x v).
 GLOBAL_VALUE_OPTIONS = frozenset(("root", "log", "log-format", "log-level", "criu", "rootless", "cgroup-manager"))
 # create's options that take a value.
-_CREATE_VALUE_OPTIONS = frozenset(("bundle", "b", "console-socket", "pid-file", "preserve-fds", "config", "f"))
+CREATE_VALUE_OPTIONS = frozenset(("bundle", "b", "console-socket", "pid-file", "preserve-fds", "config", "f"))
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Where the record the dispatcher reads is kept: root's tmpfs, gone at boot like every container.
 DEFAULT_STATE_DIR = "/run/nvidia-oci-hook"
-LOW_LEVEL_FILE = "low-level"
-# "present" or "absent" (the configuration file), then the low-level runtime names, on one line.
-LOW_LEVEL_SEPARATOR = ":"
+RECORD_FILE = "settings"
+# The record's lines: "present" or "absent" (the configuration file); the low-level runtime names; the driver
+# roots other than "/"; the CDI annotation prefixes; "env" when NVIDIA_VISIBLE_DEVICES may name CDI devices,
+# else "-". Lists are joined with the separator.
+RECORD_SEPARATOR = ":"
+# What a recorded root or prefix may hold: characters that no JSON escape the dispatcher lets through can
+# stand for, so that a config names one only by writing it out.
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-")
 # A configuration file modified this recently is not recorded: the dispatcher compares whole seconds, so an edit
 # within the second the record was taken at would go unseen.
 _SETTLED_SECONDS = 2.0
@@ -94,7 +100,7 @@ def parse_invocation(args: list[str]) -> Invocation:
             positional_only = True
         else:
             name, value = _option(arg)
-            if name in _CREATE_VALUE_OPTIONS and value is None:
+            if name in CREATE_VALUE_OPTIONS and value is None:
                 index += 1
                 value = args[index] if index < len(args) else None
             if name in ("bundle", "b") and value is not None:
@@ -132,32 +138,57 @@ def file_identity(path: str) -> Optional[tuple[int, int, int, int, int]]:
     return (info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
-def remember_low_level(
+def _plain(text: str) -> bool:
+    return bool(text) and all(char in _PLAIN for char in text)
+
+
+def dispatcher_record(settings: Settings) -> Optional[str]:
+    """What the dispatcher needs from settings, or None when it cannot be written down for it."""
+    names = settings.runtime_low_level
+    if not names or any(not name or "\n" in name or RECORD_SEPARATOR in name for name in names):
+        return None
+    # Without a trailing slash: the root itself, as a path a config names, contains it too.
+    roots = [root.rstrip("/") for root in settings.driver_roots if root.rstrip("/")]
+    prefixes = settings.cdi_annotation_prefixes
+    if not all(_plain(root) for root in roots) or not all(_plain(prefix) for prefix in prefixes):
+        return None
+    lines = (
+        RECORD_SEPARATOR.join(names),
+        RECORD_SEPARATOR.join(roots),
+        RECORD_SEPARATOR.join(prefixes),
+        "env" if settings.cdi_visible_devices_env else "-",
+    )
+    return "".join(line + "\n" for line in lines)
+
+
+def remember_for_dispatcher(
     state_dir: str,
     config_file: str,
     before: Optional[tuple[int, int, int, int, int]],
-    names: tuple[str, ...],
+    settings: Settings,
+    problems: list[str],
     environ: dict[str, str],
 ) -> None:
-    """Record the low-level runtime names for the dispatcher, when they follow from the configuration file alone.
+    """Record what the dispatcher reads, when it follows from the configuration file alone.
 
     before is the file's identity taken before the settings were read: a file that changed while it was read,
-    or too recently for the dispatcher's whole-second comparison, is not recorded. Failing to record only means
-    that the next call starts Python again.
+    or too recently for the dispatcher's whole-second comparison, is not recorded; nor is one with problems,
+    which only Python reports. Failing to record only means that the next call starts Python again.
     """
-    if environ.get("NVIDIA_OCI_HOOK_CONFIG") or "NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL" in environ:
+    from nvidia_oci_hook.config import CONFIG_ENV, SETTINGS
+
+    if problems or environ.get(CONFIG_ENV) or any(key.env in environ for key in SETTINGS):
         return
-    if not names or any(not name or "\n" in name or LOW_LEVEL_SEPARATOR in name for name in names):
-        return
-    if file_identity(config_file) != before:
+    recorded = dispatcher_record(settings)
+    if recorded is None or file_identity(config_file) != before:
         return
     present = before is not None
     if present:
         assert before is not None
         if before[0] & 0o170000 != 0o100000 or time.time() - before[4] / 1e9 < _SETTLED_SECONDS:
             return
-    record = LOW_LEVEL_SEPARATOR.join(("present" if present else "absent", *names)) + "\n"
-    path = os.path.join(state_dir, LOW_LEVEL_FILE)
+    record = ("present\n" if present else "absent\n") + recorded
+    path = os.path.join(state_dir, RECORD_FILE)
     try:
         with open(path, encoding="utf-8") as handle:
             unchanged = handle.read() == record
@@ -250,7 +281,7 @@ def reconcile_bundle(invocation: Invocation, settings: Settings) -> Optional[str
 def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional[str] = None) -> int:
     """Run as runc would be run; returns only when the real runtime could not be exec'd.
 
-    state_dir, given by the dispatcher, is where the low-level runtime names are recorded for it.
+    state_dir, given by the dispatcher, is where what it reads is recorded for it.
     """
     if args and args[0] == "--":
         args = args[1:]
@@ -277,7 +308,7 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
         )
         return 1
     if state_dir is not None:
-        remember_low_level(state_dir, config_file, before, settings.runtime_low_level, environ)
+        remember_for_dispatcher(state_dir, config_file, before, settings, [problem] if problem else [], environ)
     if invocation.subcommand == "create":
         if problem is not None:
             report_failure(invocation, problem + "; the container's spec is not reconciled")

@@ -81,6 +81,6 @@ def test_64_containers_at_once_through_the_dispatcher(tmp_path: Path) -> None:
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(entries) == CONTAINERS
     assert all(any(edit["code"] == "DEV003" for edit in entry["edits"]) for entry in entries), entries[0]
-    assert (tmp_path / "bin/state/low-level").read_text() == "present:runc\n"
+    assert (tmp_path / "bin/state/settings").read_text().startswith("present\nrunc\n")
     leftovers = _run(["runc", "--root", str(state), "list", "--quiet"]).stdout.split()
     assert leftovers == []

@@ -18,14 +18,15 @@ from typing import Optional
 
 import pytest
 
+from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.launcher import dispatcher_text
 from nvidia_oci_hook.runtime.wrapper import (
     GLOBAL_VALUE_OPTIONS,
-    LOW_LEVEL_FILE,
+    RECORD_FILE,
     file_identity,
     find_runtime,
     parse_invocation,
-    remember_low_level,
+    remember_for_dispatcher,
 )
 
 # Prints who it is and its arguments, NUL-separated, so that any byte an argument holds comes back as it was.
@@ -57,11 +58,11 @@ class Dispatcher:
         return self._recorder((directory or self.bin) / name, "runtime")
 
     def record(self, *names: str, present: bool = False) -> None:
-        text = ":".join(("present" if present else "absent", *names)) + "\n"
-        (self.state / LOW_LEVEL_FILE).write_text(text)
+        lines = ["present" if present else "absent", ":".join(names), "/run/nvidia/driver", "cdi.k8s.io/", "env"]
+        (self.state / RECORD_FILE).write_text("".join(line + "\n" for line in lines))
         if present:
             mtime = self.config.stat().st_mtime_ns
-            os.utime(self.state / LOW_LEVEL_FILE, ns=(mtime, mtime))
+            os.utime(self.state / RECORD_FILE, ns=(mtime, mtime))
 
     def run(self, args: list[str], env: Optional[dict[str, str]] = None) -> tuple[str, list[str]]:
         environ = {"PATH": f"{self.bin}:{PATH_DIRS}"} if env is None else env
@@ -203,12 +204,13 @@ def test_none_found_is_python_s_to_report(dispatcher: Dispatcher) -> None:
         "config in the environment",
         "low level in the environment",
         "empty low level in the environment",
+        "another setting in the environment",
         "record not root's",
     ],
 )
 @pytest.mark.root
 def test_python_decides_whenever_the_record_could_be_stale(dispatcher: Dispatcher, spoil: str, as_root: None) -> None:
-    record = dispatcher.state / LOW_LEVEL_FILE
+    record = dispatcher.state / RECORD_FILE
     env = {"PATH": f"{dispatcher.bin}:{PATH_DIRS}"}
     if spoil in ("configuration modified", "configuration older", "configuration removed"):
         dispatcher.config.write_text("runtime:\n  low_level: [test-runc]\n")
@@ -225,7 +227,7 @@ def test_python_decides_whenever_the_record_could_be_stale(dispatcher: Dispatche
     elif spoil == "record of another kind":
         record.write_text("test-runc\n")
     elif spoil == "no names":
-        record.write_text("absent:\n")
+        record.write_text("absent\n\n/run/nvidia/driver\ncdi.k8s.io/\nenv\n")
     elif spoil == "configuration appeared":
         dispatcher.config.write_text("runtime:\n  low_level: [test-crun]\n")
     elif spoil == "configuration modified":
@@ -242,24 +244,41 @@ def test_python_decides_whenever_the_record_could_be_stale(dispatcher: Dispatche
         env["NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL"] = "test-crun"
     elif spoil == "empty low level in the environment":
         env["NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL"] = ""
+    elif spoil == "another setting in the environment":
+        env["NVIDIA_OCI_HOOK_POLICY_FAIL_ON"] = "never"
     elif spoil == "record not root's":
         os.chown(record, 65534, 65534)
     assert dispatcher.run(["state", "c1"], env) == ("python", ["state", "c1"])
 
 
+def _remember(dispatcher: Dispatcher, before: Optional[tuple[int, int, int, int, int]], **values: object) -> None:
+    problems = [str(values.pop("problem"))] if "problem" in values else []
+    settings = Settings(**{"runtime_low_level": ("test-runc",), **values})
+    remember_for_dispatcher(str(dispatcher.state), str(dispatcher.config), before, settings, problems, {})
+
+
 def test_the_wrapper_records_what_the_dispatcher_reads(dispatcher: Dispatcher) -> None:
-    record = dispatcher.state / LOW_LEVEL_FILE
+    record = dispatcher.state / RECORD_FILE
     record.unlink()
-    remember_low_level(str(dispatcher.state), str(dispatcher.config), None, ("test-runc",), {})
-    assert record.read_text() == "absent:test-runc\n"
+    _remember(dispatcher, None)
+    assert record.read_text() == "absent\ntest-runc\n/run/nvidia/driver\ncdi.k8s.io/\nenv\n"
     assert dispatcher.run(["kill", "c1", "9"]) == (str(dispatcher.bin / "test-runc"), ["kill", "c1", "9"])
 
     dispatcher.config.write_text("runtime:\n  low_level: [test-crun, test-runc]\n")
     stamp = time.time() - 30
     os.utime(dispatcher.config, (stamp, stamp))
     identity = file_identity(str(dispatcher.config))
-    remember_low_level(str(dispatcher.state), str(dispatcher.config), identity, ("test-crun", "test-runc"), {})
-    assert record.read_text() == "present:test-crun:test-runc\n"
+    _remember(
+        dispatcher,
+        identity,
+        runtime_low_level=("test-crun", "test-runc"),
+        driver_roots=("/", "/run/nvidia/driver", "/opt/driver"),
+        cdi_annotation_prefixes=("cdi.k8s.io/", "example.com/cdi."),
+        cdi_visible_devices_env=False,
+    )
+    assert record.read_text() == (
+        "present\ntest-crun:test-runc\n/run/nvidia/driver:/opt/driver\ncdi.k8s.io/:example.com/cdi.\n-\n"
+    )
     assert record.stat().st_mtime_ns == dispatcher.config.stat().st_mtime_ns
     assert dispatcher.run(["delete", "c1"]) == (str(dispatcher.bin / "test-runc"), ["delete", "c1"])
     dispatcher.runtime("test-crun")
@@ -269,16 +288,18 @@ def test_the_wrapper_records_what_the_dispatcher_reads(dispatcher: Dispatcher) -
 @pytest.mark.parametrize(
     "reason",
     ["modified just now", "changed while read", "config in the environment", "low level in the environment",
-     "a name with the separator", "a name with a newline", "an empty name", "a directory others can write"],
+     "another setting in the environment", "a problem in the file", "a name with the separator",
+     "a name with a newline", "an empty name", "a root a JSON escape could spell", "an empty prefix",
+     "a directory others can write"],
 )  # fmt: skip
 def test_the_wrapper_records_nothing_it_cannot_vouch_for(dispatcher: Dispatcher, reason: str) -> None:
-    record = dispatcher.state / LOW_LEVEL_FILE
+    record = dispatcher.state / RECORD_FILE
     record.unlink()
     dispatcher.config.write_text("runtime:\n  low_level: [test-runc]\n")
     stamp = time.time() - 30
     os.utime(dispatcher.config, (stamp, stamp))
     before = file_identity(str(dispatcher.config))
-    names: tuple[str, ...] = ("test-runc",)
+    values: dict[str, object] = {}
     environ: dict[str, str] = {}
     if reason == "modified just now":
         os.utime(dispatcher.config)
@@ -290,17 +311,26 @@ def test_the_wrapper_records_nothing_it_cannot_vouch_for(dispatcher: Dispatcher,
         environ["NVIDIA_OCI_HOOK_CONFIG"] = str(dispatcher.config)
     elif reason == "low level in the environment":
         environ["NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL"] = "test-runc"
+    elif reason == "another setting in the environment":
+        environ["NVIDIA_OCI_HOOK_DRIVER_ROOTS"] = "/"
+    elif reason == "a problem in the file":
+        values["problem"] = "unknown key"
     elif reason == "a name with the separator":
-        names = ("run:c",)
+        values["runtime_low_level"] = ("run:c",)
     elif reason == "a name with a newline":
-        names = ("test-runc\nx",)
+        values["runtime_low_level"] = ("test-runc\nx",)
     elif reason == "an empty name":
-        names = ("test-runc", "")
+        values["runtime_low_level"] = ("test-runc", "")
+    elif reason == "a root a JSON escape could spell":
+        values["driver_roots"] = ("/", "/run/<driver>")
+    elif reason == "an empty prefix":
+        values["cdi_annotation_prefixes"] = ("",)
     elif reason == "a directory others can write":
         dispatcher.state.chmod(0o777)
-    remember_low_level(str(dispatcher.state), str(dispatcher.config), before, names, environ)
+    problems = [str(values.pop("problem"))] if "problem" in values else []
+    settings = Settings(**{"runtime_low_level": ("test-runc",), **values})
+    remember_for_dispatcher(str(dispatcher.state), str(dispatcher.config), before, settings, problems, environ)
     assert not record.exists()
     os.utime(dispatcher.config, (stamp, stamp))
-    identity = file_identity(str(dispatcher.config))
-    remember_low_level(str(dispatcher.state), str(dispatcher.config), identity, ("test-runc",), {})
+    _remember(dispatcher, file_identity(str(dispatcher.config)))
     assert record.exists() == (reason != "a directory others can write"), "the control case records"
