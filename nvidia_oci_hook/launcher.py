@@ -152,6 +152,13 @@ if [ "$subcommand" = create ]; then
     # mount or hook can then move, or be missing under one). The config's text shows all of that only where
     # no JSON escape could spell out what it hides: an escape other than those of quotes, backslashes, control
     # characters, <, >, & and line separators sends the config to Python, as does one too large to read here.
+    # A driver root other than "/" on the node: Python, before anything is read.
+    rest=$roots
+    while [ -n "$rest" ]; do
+        root=${rest%%@SEP@*}
+        case $rest in *@SEP@*) rest=${rest#*@SEP@} ;; *) rest= ;; esac
+        ! [ -e "$root" ] || python "$@"
+    done
     text=$(head -c 1048577 -- "${bundle:-.}/config.json" 2>/dev/null) || python "$@"
     [ "${#text}" -le 1048576 ] || python "$@"
     # Glob patterns only: dash's ${x#*y} is quadratic in the text's length. A pattern may also match what is
@@ -171,7 +178,6 @@ if [ "$subcommand" = create ]; then
     while [ -n "$roots" ]; do
         root=${roots%%@SEP@*}
         case $roots in *@SEP@*) roots=${roots#*@SEP@} ;; *) roots= ;; esac
-        ! [ -e "$root" ] || python "$@"
         case $text in *"$root"*) python "$@" ;; esac
     done
     # Every key "devices" must be the one of linux.resources (the cgroup's rules), never linux.devices: each
