@@ -159,6 +159,7 @@ if [ "$subcommand" = create ]; then
         case $rest in *@SEP@*) rest=${rest#*@SEP@} ;; *) rest= ;; esac
         ! [ -e "$root" ] || python "$@"
     done
+    [ -f "${bundle:-.}/config.json" ] || python "$@"
     text=$(head -c 1048577 -- "${bundle:-.}/config.json" 2>/dev/null) || python "$@"
     [ "${#text}" -le 1048576 ] || python "$@"
     # Glob patterns only: dash's ${x#*y} is quadratic in the text's length. A pattern may also match what is

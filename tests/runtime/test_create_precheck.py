@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,43 @@ def test_a_driver_root_on_the_node_sends_every_create_to_python(dispatcher: Disp
     assert dispatcher.run(["create", "-b", "plain", "c1"])[0] == "python"
     root.rmdir()
     assert dispatcher.run(["create", "-b", "plain", "c1"])[0] == str(dispatcher.bin / "test-runc")
+
+
+def test_hostile_configs_are_decided_quickly_and_never_skip_a_plan(dispatcher: Dispatcher, tmp_path: Path) -> None:
+    plain = _compact(base_config(Path("/nonexistent-rootfs"), "true"))
+    cases: dict[str, Any] = {
+        "larger than the dispatcher reads": plain[:-1] + ',"x":"' + "a" * (1 << 21) + '"}',
+        "NUL bytes": plain.replace('"true"', '"tr\x00ue"'),
+        "not UTF-8": plain.encode("utf-8").replace(b"true", b"tr\xffue"),
+        "100,000 escaped quotes": plain[:-1] + ',"x":"' + '\\"' * 100_000 + '"}',
+        "unbalanced": plain[:-3],
+        "a directory": None,
+        "a character device": "/dev/zero",
+    }
+    host = HostView("/")
+    decided: dict[str, str] = {}
+    for index, (label, text) in enumerate(cases.items()):
+        bundle = tmp_path / f"bundle-{index}"
+        bundle.mkdir()
+        config = bundle / "config.json"
+        if text is None:
+            config.mkdir()
+        elif isinstance(text, str) and text.startswith("/dev/"):
+            config.symlink_to(text)
+        else:
+            config.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+        started = time.monotonic()
+        who, _ = dispatcher.run(["create", "--bundle", str(bundle), "c1"])
+        assert time.monotonic() - started < 5, label
+        decided[label] = who
+        if who != "python":
+            raw = config.read_bytes()
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue  # the wrapper hands what it cannot read to the runtime unchanged, as the dispatcher did
+            result = plan(value, host, SETTINGS)
+            assert not (result.edits or result.findings), label
+    for label in ("larger than the dispatcher reads", "a directory", "a character device"):
+        assert decided[label] == "python", decided
+    assert dispatcher.run(["create", "--bundle", str(tmp_path / "missing"), "c1"])[0] == "python"
