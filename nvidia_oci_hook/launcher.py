@@ -5,10 +5,11 @@ root; -S skips the site module, a few milliseconds of every container start. The
 sys.path explicitly instead; the commands that need site-packages (click, PyYAML) set site up themselves.
 
 `nvidia-oci-runtime` is a POSIX-sh dispatcher: the engines call the runtime several times per container
-(`create`, then `state`, `start`, `kill`, `delete`), and only `create` needs Python. The dispatcher scans the
-arguments as the Python wrapper does (`runtime.wrapper.parse_invocation`) and execs the low-level runtime for
-every other call, found as the wrapper finds it (`runtime.wrapper.find_runtime`) from the names the wrapper last
-read in the configuration; it hands the call to Python whenever it cannot be sure of the same answer.
+(`create`, then `state`, `start`, `kill`, `delete`), and only a `create` may need Python. The dispatcher scans
+the arguments as the Python wrapper does (`runtime.wrapper.parse_invocation`) and execs the low-level runtime for
+every other call, and for a `create` whose config it proves the plan would leave as it is, found as the wrapper
+finds it (`runtime.wrapper.find_runtime`) from what the wrapper last read in the configuration; it hands the
+call to Python whenever it cannot be sure of the same answer.
 
     python -m nvidia_oci_hook.launcher DIRECTORY [--interpreter PATH] [--package-parent DIR]...
                                                  [--config FILE] [--state-dir DIR]
