@@ -172,15 +172,12 @@ if [ "$subcommand" = create ]; then
         ;;
     esac
     case $visible$text in env*NVIDIA_VISIBLE_DEVICES*) python "$@" ;; esac
-    while [ -n "$prefixes" ]; do
-        prefix=${prefixes%%@SEP@*}
-        case $prefixes in *@SEP@*) prefixes=${prefixes#*@SEP@} ;; *) prefixes= ;; esac
-        case $text in *"$prefix"*) python "$@" ;; esac
-    done
-    while [ -n "$roots" ]; do
-        root=${roots%%@SEP@*}
-        case $roots in *@SEP@*) roots=${roots#*@SEP@} ;; *) roots= ;; esac
-        case $text in *"$root"*) python "$@" ;; esac
+    # A CDI annotation prefix or a driver root anywhere in the text.
+    needles=$prefixes@SEP@$roots
+    while [ -n "$needles" ]; do
+        needle=${needles%%@SEP@*}
+        case $needles in *@SEP@*) needles=${needles#*@SEP@} ;; *) needles= ;; esac
+        [ -z "$needle" ] || case $text in *"$needle"*) python "$@" ;; esac
     done
     # Every key "devices" must be the one of linux.resources (the cgroup's rules), never linux.devices: each
     # pattern is a "devices" preceded by anything but the whole of "resources":{.
