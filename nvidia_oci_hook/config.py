@@ -207,13 +207,19 @@ def _file_values(path: str, explicit: bool) -> dict[str, Any]:
     return values
 
 
+def config_file(path: Optional[str], environ: Mapping[str, str]) -> str:
+    """The configuration file the settings are read from: the one named, else NVIDIA_OCI_HOOK_CONFIG's, else the
+    default."""
+    return path or environ.get(CONFIG_ENV) or DEFAULT_CONFIG_PATH
+
+
 def _values(path: Optional[str], environ: Optional[Mapping[str, str]], problems: Optional[list[str]]) -> dict[str, Any]:
     """The file's values, then the environment's; with problems given, a bad file or variable is noted there and
     left out instead of raising."""
     if environ is None:
         environ = os.environ
     explicit = path is not None or bool(environ.get(CONFIG_ENV))
-    file_path = path or environ.get(CONFIG_ENV) or DEFAULT_CONFIG_PATH
+    file_path = config_file(path, environ)
     try:
         values = _file_values(file_path, explicit)
     except ConfigError as exc:

@@ -35,7 +35,8 @@ def _split_global_options(args: list[str]) -> tuple[Optional[str], Optional[str]
     return None, config_path, []
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: Optional[list[str]] = None, state_dir: Optional[str] = None) -> int:
+    """state_dir, given by the installed launcher, is where the hook keeps the record its sh front reads."""
     args = sys.argv[1:] if argv is None else argv
     command, config_path, rest = _split_global_options(args)
     if command == "runtime":
@@ -45,7 +46,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if command == "hook":
         from nvidia_oci_hook.runtime import hooks
 
-        return hooks.main(rest, config_path)
+        return hooks.main(rest, config_path, state_dir)
     if sys.flags.no_site:
         import site
 
@@ -55,5 +56,5 @@ def main(argv: Optional[list[str]] = None) -> int:
     return cli_main(args)
 
 
-def run() -> None:
-    sys.exit(main())
+def run(state_dir: Optional[str] = None) -> None:
+    sys.exit(main(None, state_dir))

@@ -1,15 +1,20 @@
-"""Launchers for the installed commands: a fixed interpreter, started with -I -S, and a POSIX-sh dispatcher.
+"""The installed commands: two POSIX-sh fronts that start Python, with -I -S, only when they must.
 
 -I keeps the caller's environment (PYTHONPATH, the working directory) out of a program that runtimes start as
 root; -S skips the site module, a few milliseconds of every container start. The package's directory is put on
 sys.path explicitly instead; the commands that need site-packages (click, PyYAML) set site up themselves.
 
-`nvidia-oci-runtime` is a POSIX-sh dispatcher: the engines call the runtime several times per container
-(`create`, then `state`, `start`, `kill`, `delete`), and only a `create` may need Python. The dispatcher scans
-the arguments as the Python wrapper does (`runtime.wrapper.parse_invocation`) and execs the low-level runtime for
-every other call, and for a `create` whose config it proves the plan would leave as it is, found as the wrapper
-finds it (`runtime.wrapper.find_runtime`) from what the wrapper last read in the configuration; it hands the
-call to Python whenever it cannot be sure of the same answer.
+`nvidia-oci-runtime` is a dispatcher: the engines call the runtime several times per container (`create`, then
+`state`, `start`, `kill`, `delete`), and only a `create` may need Python. The dispatcher scans the arguments as
+the Python wrapper does (`runtime.wrapper.parse_invocation`) and execs the low-level runtime for every other
+call, and for a `create` whose config it proves the plan would leave as it is, found as the wrapper finds it
+(`runtime.wrapper.find_runtime`) from what Python last read in the configuration (`runtime.dispatch`).
+
+`nvidia-oci-hook` starts Python for every command but the guard (`hook prestart`, `hook createRuntime`) of a
+container whose config it proves the same way has nothing to guard: that one exits 0 from sh, as Python would,
+having found nothing.
+
+Both hand the call to Python whenever they cannot be sure of the same answer.
 
     python -m nvidia_oci_hook.launcher DIRECTORY [--interpreter PATH] [--package-parent DIR]...
                                                  [--config FILE] [--state-dir DIR]
@@ -17,9 +22,9 @@ call to Python whenever it cannot be sure of the same answer.
 writes `nvidia-oci-hook` and `nvidia-oci-runtime` into DIRECTORY. --package-parent is a directory that will hold
 the installed package or its bundled dependencies, put on sys.path in the order given (a distribution package's
 site directory, /usr/lib/python3/dist-packages on Debian); by default the one this package is imported from.
---config is the configuration file the installed wrapper reads (default /etc/nvidia-oci-hook/config.yaml, and
-NVIDIA_OCI_HOOK_CONFIG still wins); --state-dir is where the wrapper keeps what the dispatcher reads
-(default /run/nvidia-oci-hook, root's tmpfs).
+--config is the configuration file the installed wrapper reads (default /etc/nvidia-oci-hook/config.yaml, where
+NVIDIA_OCI_HOOK_CONFIG wins; the hook reads the one its hooks.d file's env names, or the default); --state-dir
+is where Python keeps the record both fronts read (default /run/nvidia-oci-hook, root's tmpfs).
 """
 
 from __future__ import annotations
@@ -28,18 +33,13 @@ import os
 import sys
 
 from nvidia_oci_hook.config import DEFAULT_CONFIG_PATH, SETTINGS
-from nvidia_oci_hook.runtime.wrapper import (
-    CREATE_VALUE_OPTIONS,
-    DEFAULT_STATE_DIR,
-    GLOBAL_VALUE_OPTIONS,
-    RECORD_FILE,
-    RECORD_SEPARATOR,
-)
+from nvidia_oci_hook.runtime.dispatch import DEFAULT_STATE_DIR, RECORD_FILE, RECORD_SEPARATOR
+from nvidia_oci_hook.runtime.wrapper import CREATE_VALUE_OPTIONS, GLOBAL_VALUE_OPTIONS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Callable, Optional
+    from typing import Optional
 
 HOOK_COMMAND = "nvidia-oci-hook"
 RUNTIME_COMMAND = "nvidia-oci-runtime"
@@ -57,22 +57,85 @@ def _sh_literal(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _package_path(package_parents: Sequence[str], literal: Callable[[str], str] = repr) -> str:
+def _package_path(package_parents: Sequence[str]) -> str:
     # After the standard library: a site directory must not shadow it.
-    return "".join(f"sys.path.append({literal(parent)})\n" for parent in package_parents)
+    return "".join(f"sys.path.append({_python_literal(parent)})\n" for parent in package_parents)
 
 
-def launcher_text(interpreter: str, package_parents: Sequence[str], module: str, function: str) -> str:
-    path = _package_path(package_parents)
-    return f"#!{interpreter} -IS\nimport sys\n{path}from {module} import {function}\n{function}()\n"
+# What both fronts read before they trust the record: the settings Python last read, and only root's own.
+RECORD_CHECK = r"""
+# What Python last read, valid while the configuration file keeps the modification time it was read at. Settings
+# from the environment are Python's to read; only this user's own record is trusted (the runtime runs as root).
+[ -z "@SETTINGS_SET@" ] || python "$@"
+record=$state/@RECORD_FILE@
+[ -O "$state" ] && [ -O "$record" ] || python "$@"
+{ IFS= read -r recorded && IFS= read -r names && IFS= read -r roots && IFS= read -r prefixes &&
+    IFS= read -r visible && IFS= read -r policy && IFS= read -r recorded_config; } <"$record" || python "$@"
+[ "$recorded_config" = "$config" ] || python "$@"
+case $recorded in
+present)
+    # Python gave the record the file's modification time: neither may be newer than the other.
+    [ -f "$config" ] && ! [ "$config" -nt "$record" ] && ! [ "$config" -ot "$record" ] || python "$@"
+    ;;
+absent) ! [ -e "$config" ] || python "$@" ;;
+*) python "$@" ;;
+esac
+[ -n "$names" ] || python "$@"
+"""
 
+# Whether the plan would leave the config at $config_json alone: Python whenever it cannot be sure.
+CONFIG_PRECHECK = r"""
+    # The plan changes nothing and finds nothing in a config that requests no CDI device, lists no device node
+    # and names no path under a driver root other than "/", on a node where no such root exists (no bind
+    # mount or hook can then move, or be missing under one). The config's text shows all of that only where
+    # no JSON escape could spell out what it hides: an escape other than those of quotes, backslashes, control
+    # characters, <, >, & and line separators sends the config to Python, as does one too large to read here.
+    # A driver root other than "/" on the node: Python, before anything is read.
+    rest=$roots
+    while [ -n "$rest" ]; do
+        root=${rest%%@SEP@*}
+        case $rest in *@SEP@*) rest=${rest#*@SEP@} ;; *) rest= ;; esac
+        ! [ -e "$root" ] || python "$@"
+    done
+    [ -f "$config_json" ] || python "$@"
+    text=$(head -c 1048577 -- "$config_json" 2>/dev/null) || python "$@"
+    [ "${#text}" -le 1048576 ] || python "$@"
+    # Glob patterns only: dash's ${x#*y} is quadratic in the text's length. A pattern may also match what is
+    # harmless (a backslash escaped before a "u"): that only sends the config to Python.
+    case $text in
+    *\\[!\"\\bfnrtu]* | *\\u[!02]* | *\\u0[!0]* | *\\u00[!0123]* | *\\u002[!6]* | *\\u003[!cCeE]* | \
+        *\\u2[!0]* | *\\u20[!2]* | *\\u202[!89]*)
+        python "$@"
+        ;;
+    esac
+    case $visible$text in env*NVIDIA_VISIBLE_DEVICES*) python "$@" ;; esac
+    # A CDI annotation prefix or a driver root anywhere in the text.
+    needles=$prefixes@SEP@$roots
+    while [ -n "$needles" ]; do
+        needle=${needles%%@SEP@*}
+        case $needles in *@SEP@*) needles=${needles#*@SEP@} ;; *) needles= ;; esac
+        [ -z "$needle" ] || case $text in *"$needle"*) python "$@" ;; esac
+    done
+    # Every key "devices" must be the one of linux.resources (the cgroup's rules), never linux.devices: each
+    # pattern is a "devices" preceded by anything but the whole of "resources":{.
+    case $text in
+    '"devices"'* | *[!{]'"devices"'* | *[!:]'{"devices"'* | *[!\"]':{"devices"'* | *[!s]'":{"devices"'* | \
+        *[!e]'s":{"devices"'* | *[!c]'es":{"devices"'* | *[!r]'ces":{"devices"'* | *[!u]'rces":{"devices"'* | \
+        *[!o]'urces":{"devices"'* | *[!s]'ources":{"devices"'* | *[!e]'sources":{"devices"'* | \
+        *[!r]'esources":{"devices"'* | *[!\"]'resources":{"devices"'* | '{"devices"'* | ':{"devices"'* | \
+        '":{"devices"'* | 's":{"devices"'* | 'es":{"devices"'* | 'ces":{"devices"'* | 'rces":{"devices"'* | \
+        'urces":{"devices"'* | 'ources":{"devices"'* | 'sources":{"devices"'* | 'esources":{"devices"'* | \
+        'resources":{"devices"'*)
+        python "$@"
+        ;;
+    esac
+"""
 
 DISPATCHER = r"""#!/bin/sh
 # nvidia-oci-runtime, in front of runc or crun; written by nvidia_oci_hook.launcher.
 # Python reconciles the bundle's config.json on `create`. Every other call, and a `create` whose config the plan
-# would leave as it is, is exec'd from here to the runtime the Python wrapper would run: what the wrapper last
-# read in the configuration is kept in the state directory, valid while the file keeps the modification time it
-# was read at. Whenever this script cannot be sure of the same answer, Python decides.
+# would leave as it is, is exec'd from here to the runtime the Python wrapper would run. Whenever this script
+# cannot be sure of the same answer, Python decides.
 config=@CONFIG@
 state=@STATE@
 
@@ -108,23 +171,9 @@ for arg do
     fi
 done
 
-# What the wrapper last read. Settings from the environment or another configuration file are Python's to
-# read; only root's own record is trusted, as the runtime runs as root.
-[ -z "${NVIDIA_OCI_HOOK_CONFIG-}" ] && [ -z "@SETTINGS_SET@" ] || python "$@"
-record=$state/@RECORD_FILE@
-[ -O "$state" ] && [ -O "$record" ] || python "$@"
-{ IFS= read -r recorded && IFS= read -r names && IFS= read -r roots && IFS= read -r prefixes &&
-    IFS= read -r visible; } <"$record" || python "$@"
-case $recorded in
-present)
-    # The wrapper gave the record the file's modification time: neither may be newer than the other.
-    [ -f "$config" ] && ! [ "$config" -nt "$record" ] && ! [ "$config" -ot "$record" ] || python "$@"
-    ;;
-absent) ! [ -e "$config" ] || python "$@" ;;
-*) python "$@" ;;
-esac
-[ -n "$names" ] || python "$@"
-
+# Another configuration file named in the environment is Python's to read.
+[ -z "${NVIDIA_OCI_HOOK_CONFIG-}" ] || python "$@"
+@RECORD_CHECK@
 if [ "$subcommand" = create ]; then
     bundle= positional= take_value= index=0
     for arg do
@@ -148,50 +197,8 @@ if [ "$subcommand" = create ]; then
             esac
         fi
     done
-    # The plan changes nothing and finds nothing in a config that requests no CDI device, lists no device node
-    # and names no path under a driver root other than "/", on a node where no such root exists (no bind
-    # mount or hook can then move, or be missing under one). The config's text shows all of that only where
-    # no JSON escape could spell out what it hides: an escape other than those of quotes, backslashes, control
-    # characters, <, >, & and line separators sends the config to Python, as does one too large to read here.
-    # A driver root other than "/" on the node: Python, before anything is read.
-    rest=$roots
-    while [ -n "$rest" ]; do
-        root=${rest%%@SEP@*}
-        case $rest in *@SEP@*) rest=${rest#*@SEP@} ;; *) rest= ;; esac
-        ! [ -e "$root" ] || python "$@"
-    done
-    [ -f "${bundle:-.}/config.json" ] || python "$@"
-    text=$(head -c 1048577 -- "${bundle:-.}/config.json" 2>/dev/null) || python "$@"
-    [ "${#text}" -le 1048576 ] || python "$@"
-    # Glob patterns only: dash's ${x#*y} is quadratic in the text's length. A pattern may also match what is
-    # harmless (a backslash escaped before a "u"): that only sends the config to Python.
-    case $text in
-    *\\[!\"\\bfnrtu]* | *\\u[!02]* | *\\u0[!0]* | *\\u00[!0123]* | *\\u002[!6]* | *\\u003[!cCeE]* | \
-        *\\u2[!0]* | *\\u20[!2]* | *\\u202[!89]*)
-        python "$@"
-        ;;
-    esac
-    case $visible$text in env*NVIDIA_VISIBLE_DEVICES*) python "$@" ;; esac
-    # A CDI annotation prefix or a driver root anywhere in the text.
-    needles=$prefixes@SEP@$roots
-    while [ -n "$needles" ]; do
-        needle=${needles%%@SEP@*}
-        case $needles in *@SEP@*) needles=${needles#*@SEP@} ;; *) needles= ;; esac
-        [ -z "$needle" ] || case $text in *"$needle"*) python "$@" ;; esac
-    done
-    # Every key "devices" must be the one of linux.resources (the cgroup's rules), never linux.devices: each
-    # pattern is a "devices" preceded by anything but the whole of "resources":{.
-    case $text in
-    '"devices"'* | *[!{]'"devices"'* | *[!:]'{"devices"'* | *[!\"]':{"devices"'* | *[!s]'":{"devices"'* | \
-        *[!e]'s":{"devices"'* | *[!c]'es":{"devices"'* | *[!r]'ces":{"devices"'* | *[!u]'rces":{"devices"'* | \
-        *[!o]'urces":{"devices"'* | *[!s]'ources":{"devices"'* | *[!e]'sources":{"devices"'* | \
-        *[!r]'esources":{"devices"'* | *[!\"]'resources":{"devices"'* | '{"devices"'* | ':{"devices"'* | \
-        '":{"devices"'* | 's":{"devices"'* | 'es":{"devices"'* | 'ces":{"devices"'* | 'rces":{"devices"'* | \
-        'urces":{"devices"'* | 'ources":{"devices"'* | 'sources":{"devices"'* | 'esources":{"devices"'* | \
-        'resources":{"devices"'*)
-        python "$@"
-        ;;
-    esac
+    config_json=${bundle:-.}/config.json
+@CONFIG_PRECHECK@
 fi
 
 # The first name that is an executable file, in PATH unless it holds a slash; never this script itself.
@@ -226,31 +233,123 @@ done
 python "$@"
 """
 
+HOOK_FRONT = r"""#!/bin/sh
+# nvidia-oci-hook; written by nvidia_oci_hook.launcher. Every command is Python's, but for the guard
+# (`hook prestart`, `hook createRuntime`) of a container whose config the plan would leave as it is: that one
+# ends here, as Python would end it, having found nothing. Whenever this script cannot be sure of the same
+# answer, Python decides, and gets what was read of stdin.
+state=@STATE@
 
-def dispatcher_text(interpreter: str, package_parents: Sequence[str], config_path: str, state_dir: str) -> str:
-    explicit_config = "None" if config_path == DEFAULT_CONFIG_PATH else _python_literal(config_path)
-    code = (
-        "import sys\n"
-        "del sys.argv[0]\n"  # python -c leaves "-c" there: the dispatcher's own path comes next
-        + _package_path(package_parents, _python_literal)
-        + "from nvidia_oci_hook.runtime.wrapper import run\n"
-        + f"run({explicit_config}, {_python_literal(state_dir)})\n"
+python() {
+    exec @INTERPRETER@ -IS -c @CODE@ "$0" "$@"
+}
+
+[ "$#" -eq 2 ] && [ "$1" = hook ] || python "$@"
+case $2 in prestart | createRuntime) ;; *) python "$@" ;; esac
+config=${NVIDIA_OCI_HOOK_CONFIG:-@DEFAULT_CONFIG@}
+# A file named in the environment must exist; Python says so when it does not.
+[ -z "${NVIDIA_OCI_HOOK_CONFIG-}" ] || [ -e "$config" ] || python "$@"
+@RECORD_CHECK@
+# policy.fail_closed refuses a state Python cannot read: only Python tells that from one it can.
+[ "$policy" = fail-open ] || python "$@"
+
+# The state, as runc and crun write it: one line of JSON. From here on, Python gets what was read: as an
+# argument when it is all of stdin (the shell has dropped NUL bytes, which JSON does not allow anyway), else
+# followed by the rest.
+consumed= pending=
+if IFS= read -r line; then
+    consumed="$line
+"
+    if IFS= read -r more; then
+        consumed="$consumed$more
+" pending=1
+    elif [ -n "$more" ]; then
+        consumed=$consumed$more pending=1
+    fi
+else
+    consumed=$line
+fi
+python() {
+    if [ -z "$pending" ] && [ "${#consumed}" -le 65536 ]; then
+        exec @INTERPRETER@ -IS -c @CODE_READ@ "$0" "$consumed" "$@"
+    fi
+    { printf '%s' "$consumed" && { [ -z "$pending" ] || exec cat; }; } | @INTERPRETER@ -IS -c @CODE@ "$0" "$@"
+    exit
+}
+[ -z "$pending" ] || python "$@"
+# The bundle must be the state's own: no escape anywhere, one object, and "bundle" once in all of it, as a key
+# with an absolute path for its value. A state that is not JSON after all is one Python would not check.
+case $line in *\\*) python "$@" ;; '{'*'}') ;; *) python "$@" ;; esac
+case $line in *'"bundle"'*'"bundle"'*) python "$@" ;; *'"bundle":"/'*) ;; *) python "$@" ;; esac
+key='"bundle":"'
+bundle=${line#"${line%%"$key"*}$key"}
+case $bundle in *'"'*) bundle=${bundle%%'"'*} ;; *) python "$@" ;; esac
+config_json=$bundle/config.json
+@CONFIG_PRECHECK@
+exit 0
+"""
+
+
+def _front(template: str, interpreter: str, replacements: dict[str, str]) -> str:
+    text = template.replace("@RECORD_CHECK@", RECORD_CHECK.strip("\n")).replace(
+        "@CONFIG_PRECHECK@", CONFIG_PRECHECK.strip("\n")
     )
-    replacements = {
-        "@CONFIG@": _sh_literal(config_path),
-        "@STATE@": _sh_literal(state_dir),
+    common = {
         "@INTERPRETER@": _sh_literal(interpreter),
-        "@CODE@": _sh_literal(code),
-        "@VALUE_OPTIONS@": " | ".join(sorted(GLOBAL_VALUE_OPTIONS)),
-        "@CREATE_VALUE_OPTIONS@": " | ".join(sorted(CREATE_VALUE_OPTIONS - {"bundle", "b"})),
         "@SETTINGS_SET@": "".join("${" + key.env + "+set}" for key in SETTINGS),
         "@RECORD_FILE@": RECORD_FILE,
         "@SEP@": RECORD_SEPARATOR,
     }
-    text = DISPATCHER
-    for placeholder, value in replacements.items():
+    for placeholder, value in {**replacements, **common}.items():
         text = text.replace(placeholder, value)
     return text
+
+
+def _code(package_parents: Sequence[str], *lines: str) -> str:
+    # python -c leaves "-c" in argv[0]: the front's own path comes next, and stands in for the program's.
+    return "import sys\ndel sys.argv[0]\n" + _package_path(package_parents) + "".join(line + "\n" for line in lines)
+
+
+def dispatcher_text(interpreter: str, package_parents: Sequence[str], config_path: str, state_dir: str) -> str:
+    explicit_config = "None" if config_path == DEFAULT_CONFIG_PATH else _python_literal(config_path)
+    code = _code(
+        package_parents,
+        "from nvidia_oci_hook.runtime.wrapper import run",
+        f"run({explicit_config}, {_python_literal(state_dir)})",
+    )
+    return _front(
+        DISPATCHER,
+        interpreter,
+        {
+            "@CONFIG@": _sh_literal(config_path),
+            "@STATE@": _sh_literal(state_dir),
+            "@CODE@": _sh_literal(code),
+            "@VALUE_OPTIONS@": " | ".join(sorted(GLOBAL_VALUE_OPTIONS)),
+            "@CREATE_VALUE_OPTIONS@": " | ".join(sorted(CREATE_VALUE_OPTIONS - {"bundle", "b"})),
+        },
+    )
+
+
+def hook_front_text(interpreter: str, package_parents: Sequence[str], state_dir: str) -> str:
+    state = _python_literal(state_dir)
+    code = _code(package_parents, "from nvidia_oci_hook.entry import run", f"run({state})")
+    # What the front read comes first among the arguments: `hook` and the stage follow it.
+    code_read = _code(
+        package_parents,
+        "read = sys.argv.pop(1)",
+        "from nvidia_oci_hook.runtime.hooks import main",
+        f"sys.exit(main(sys.argv[2:], None, {state}, read))",
+    )
+    return _front(
+        HOOK_FRONT,
+        interpreter,
+        {
+            "@STATE@": _sh_literal(state_dir),
+            "@CODE@": _sh_literal(code),
+            "@CODE_READ@": _sh_literal(code_read),
+            "@DEFAULT_CONFIG@": _sh_literal(DEFAULT_CONFIG_PATH),
+        },
+    )
 
 
 def write_launchers(
@@ -264,7 +363,7 @@ def write_launchers(
     interpreter = interpreter or sys.executable
     parents = list(package_parents or [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))])
     texts = {
-        HOOK_COMMAND: launcher_text(interpreter, parents, "nvidia_oci_hook.entry", "run"),
+        HOOK_COMMAND: hook_front_text(interpreter, parents, state_dir or DEFAULT_STATE_DIR),
         RUNTIME_COMMAND: dispatcher_text(
             interpreter, parents, config_path or DEFAULT_CONFIG_PATH, state_dir or DEFAULT_STATE_DIR
         ),

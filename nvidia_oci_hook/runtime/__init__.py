@@ -2,6 +2,7 @@
 
 - `wrapper`: `nvidia-oci-runtime`, in front of runc or crun; reconciles config.json on `create`, execs the rest.
 - `hooks`: podman's precreate filter (edits the config) and the prestart/createRuntime guard (checks only).
+- `dispatch`: the record of settings that the sh fronts (`nvidia_oci_hook.launcher`) read instead of Python.
 - `logbook`: what they did, as JSON lines and syslog messages; `messages`: the one-line refusal and the log entry.
 
 Import rule: these modules, and everything they import, use only the standard library's cheap modules and

@@ -13,7 +13,7 @@ import sys
 
 from nvidia_oci_hook import io
 from nvidia_oci_hook.engine import jsoncodec
-from nvidia_oci_hook.runtime import logbook, messages
+from nvidia_oci_hook.runtime import dispatch, logbook, messages
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,13 +26,18 @@ GUARD_STAGES = ("prestart", "createRuntime")
 USAGE = "usage: nvidia-oci-hook hook precreate|prestart|createRuntime  (the config or state on stdin)"
 
 
-def _settings(config_path: Optional[str]) -> tuple[Settings, Optional[str]]:
-    from nvidia_oci_hook.config import Settings, load_settings_leniently
+def _settings(config_path: Optional[str], state_dir: Optional[str]) -> tuple[Settings, Optional[str]]:
+    from nvidia_oci_hook.config import Settings, config_file, load_settings_leniently
 
+    environ = dict(os.environ)
+    settings_file = config_file(config_path, environ)
+    before = dispatch.file_identity(settings_file) if state_dir is not None else None
     try:
         settings, problems = load_settings_leniently(config_path)
     except Exception as exc:  # our own bug: the defaults still let the container start
         return Settings(), f"nvidia-oci-hook: configuration ignored: internal error: {type(exc).__name__}: {exc}"
+    if state_dir is not None:
+        dispatch.remember(state_dir, settings_file, before, settings, problems, environ)
     return settings, (f"nvidia-oci-hook: configuration ignored: {'; '.join(problems)}" if problems else None)
 
 
@@ -107,14 +112,18 @@ def _describe(container_id: Optional[str]) -> str:
     return f"container {container_id}" if container_id else "the container"
 
 
-def main(args: list[str], config_path: Optional[str] = None) -> int:
+def main(
+    args: list[str], config_path: Optional[str] = None, state_dir: Optional[str] = None, read: Optional[str] = None
+) -> int:
+    """The hook modes. state_dir, given by the sh front, is where the record it reads is kept; read is what the
+    front already read from stdin (which then holds nothing more), as the command line decoded its bytes."""
     if len(args) != 1 or args[0] not in ("precreate", *GUARD_STAGES):
         return _fail(f"nvidia-oci-hook: {USAGE}")
-    settings, problem = _settings(config_path)
+    settings, problem = _settings(config_path, state_dir)
     if problem is not None:
         sys.stderr.write(problem + "\n")
     try:
-        raw = io.read_bounded("-")
+        raw = io.read_bounded("-") if read is None else os.fsencode(read)
     except (io.TooLarge, OSError) as exc:
         return _fail(f"nvidia-oci-hook: cannot read stdin: {exc}")
     try:

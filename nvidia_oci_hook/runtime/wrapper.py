@@ -8,9 +8,7 @@ becomes (same pid, file descriptors and signals); stdout is left to the runtime 
 
 Installed, the wrapper is reached through a POSIX-sh dispatcher (`nvidia_oci_hook.launcher`) that execs the
 low-level runtime itself for every call but `create`, and for a `create` whose config it can prove the plan would
-leave alone. It reads what it needs from the record this module keeps in the state directory
-(`remember_for_dispatcher`), with the configuration file's modification time, rewritten whenever Python reads a
-configuration that differs from it.
+leave alone. It reads what it needs from the record that `runtime.dispatch` keeps in the state directory.
 """
 
 from __future__ import annotations
@@ -18,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+
+from nvidia_oci_hook.runtime import dispatch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,19 +30,6 @@ GLOBAL_VALUE_OPTIONS = frozenset(("root", "log", "log-format", "log-level", "cri
 # create's options that take a value.
 CREATE_VALUE_OPTIONS = frozenset(("bundle", "b", "console-socket", "pid-file", "preserve-fds", "config", "f"))
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Where the record the dispatcher reads is kept: root's tmpfs, gone at boot like every container.
-DEFAULT_STATE_DIR = "/run/nvidia-oci-hook"
-RECORD_FILE = "settings"
-# The record's lines: "present" or "absent" (the configuration file); the low-level runtime names; the driver
-# roots other than "/"; the CDI annotation prefixes; "env" when NVIDIA_VISIBLE_DEVICES may name CDI devices,
-# else "-". Lists are joined with the separator.
-RECORD_SEPARATOR = ":"
-# What a recorded root or prefix may hold: characters that no JSON escape the dispatcher lets through can
-# stand for, so that a config names one only by writing it out.
-_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-")
-# A configuration file modified this recently is not recorded: the dispatcher compares whole seconds, so an edit
-# within the second the record was taken at would go unseen.
-_SETTLED_SECONDS = 2.0
 
 
 class Invocation:
@@ -130,95 +117,6 @@ def find_runtime(names: tuple[str, ...], environ: dict[str, str]) -> Optional[st
     return None
 
 
-def file_identity(path: str) -> Optional[tuple[int, int, int, int, int]]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _plain(text: str) -> bool:
-    return bool(text) and all(char in _PLAIN for char in text)
-
-
-def dispatcher_record(settings: Settings) -> Optional[str]:
-    """What the dispatcher needs from settings, or None when it cannot be written down for it."""
-    names = settings.runtime_low_level
-    if not names or any(not name or "\n" in name or RECORD_SEPARATOR in name for name in names):
-        return None
-    # Without a trailing slash: the root itself, as a path a config names, contains it too.
-    roots = [root.rstrip("/") for root in settings.driver_roots if root.rstrip("/")]
-    prefixes = settings.cdi_annotation_prefixes
-    if not all(_plain(root) for root in roots) or not all(_plain(prefix) for prefix in prefixes):
-        return None
-    lines = (
-        RECORD_SEPARATOR.join(names),
-        RECORD_SEPARATOR.join(roots),
-        RECORD_SEPARATOR.join(prefixes),
-        "env" if settings.cdi_visible_devices_env else "-",
-    )
-    return "".join(line + "\n" for line in lines)
-
-
-def remember_for_dispatcher(
-    state_dir: str,
-    config_file: str,
-    before: Optional[tuple[int, int, int, int, int]],
-    settings: Settings,
-    problems: list[str],
-    environ: dict[str, str],
-) -> None:
-    """Record what the dispatcher reads, when it follows from the configuration file alone.
-
-    before is the file's identity taken before the settings were read: a file that changed while it was read,
-    or too recently for the dispatcher's whole-second comparison, is not recorded; nor is one with problems,
-    which only Python reports. Failing to record only means that the next call starts Python again.
-    """
-    from nvidia_oci_hook.config import CONFIG_ENV, SETTINGS
-
-    if problems or environ.get(CONFIG_ENV) or any(key.env in environ for key in SETTINGS):
-        return
-    recorded = dispatcher_record(settings)
-    if recorded is None or file_identity(config_file) != before:
-        return
-    present = before is not None
-    if present:
-        assert before is not None
-        if before[0] & 0o170000 != 0o100000 or time.time() - before[4] / 1e9 < _SETTLED_SECONDS:
-            return
-    record = ("present\n" if present else "absent\n") + recorded
-    path = os.path.join(state_dir, RECORD_FILE)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            unchanged = handle.read() == record
-        if unchanged and (not present or os.stat(path).st_mtime_ns == before[4]):  # type: ignore[index]
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
-    temporary = f"{path}.{os.getpid()}"
-    try:
-        os.makedirs(state_dir, mode=0o700, exist_ok=True)
-        directory = os.lstat(state_dir)
-        if directory.st_uid != os.geteuid() or directory.st_mode & 0o022 or directory.st_mode & 0o170000 != 0o040000:
-            return  # the dispatcher trusts only its own user's directory: not one others could write into
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(temporary, flags, 0o644)
-        try:
-            os.write(fd, record.encode("utf-8"))
-        finally:
-            os.close(fd)
-        if present:
-            assert before is not None
-            os.utime(temporary, ns=(before[4], before[4]))
-        os.rename(temporary, path)
-    except OSError:
-        try:  # noqa: SIM105 - contextlib would be one more import on every container start
-            os.unlink(temporary)
-        except OSError:
-            pass
-
-
 def _runc_style(message: str, log_format: str) -> str:
     now = time.time()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e9):09d}Z"
@@ -285,11 +183,12 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
     """
     if args and args[0] == "--":
         args = args[1:]
-    from nvidia_oci_hook.config import DEFAULT_CONFIG_PATH, Settings, load_settings_leniently
+    from nvidia_oci_hook.config import Settings, config_file, load_settings_leniently
 
     invocation = parse_invocation(args)
-    config_file = config_path or DEFAULT_CONFIG_PATH
-    before = file_identity(config_file) if state_dir is not None else None
+    environ = dict(os.environ)
+    settings_file = config_file(config_path, environ)
+    before = dispatch.file_identity(settings_file) if state_dir is not None else None
     problem = None
     try:
         settings, problems = load_settings_leniently(config_path)
@@ -298,7 +197,6 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
     except Exception as exc:  # our own bug: the defaults still let the container start
         settings = Settings()
         problem = f"nvidia-oci-hook: configuration ignored: internal error: {type(exc).__name__}: {exc}"
-    environ = dict(os.environ)
     runtime = find_runtime(settings.runtime_low_level, environ)
     if runtime is None:
         report_failure(
@@ -308,7 +206,7 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
         )
         return 1
     if state_dir is not None:
-        remember_for_dispatcher(state_dir, config_file, before, settings, [problem] if problem else [], environ)
+        dispatch.remember(state_dir, settings_file, before, settings, [problem] if problem else [], environ)
     if invocation.subcommand == "create":
         if problem is not None:
             report_failure(invocation, problem + "; the container's spec is not reconciled")

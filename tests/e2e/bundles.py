@@ -115,7 +115,8 @@ class Runtime:
         # Without a cgroups path runc lands the container in a cgroup other processes share, and says so.
         config = json.loads((bundle / "config.json").read_text())
         config["linux"]["cgroupsPath"] = f"/nvidia-oci-hook-e2e/{container_id}"
-        (bundle / "config.json").write_text(json.dumps(config))
+        # Compact, as the engines write config.json.
+        (bundle / "config.json").write_text(json.dumps(config, separators=(",", ":")))
         with open(output, "wb") as sink:
             created = subprocess.run(
                 [*front, "--root", str(self.state), "create", "--bundle", str(bundle), container_id],

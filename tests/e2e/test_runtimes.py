@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.bundles import Runtime, base_config, bundle_rootfs, privileged, write_bundle
-from tests.runtime.support import launchers, write_config
+from tests.runtime.support import counting_interpreter, launchers, python_starts, settled, write_config
 
 pytestmark = [pytest.mark.root, pytest.mark.runtime]
 
@@ -170,3 +170,35 @@ def test_prestart_guard_stops_the_container_with_one_line(
     outcome = runtime.cycle(write_bundle(tmp_path / "allowed", config), f"allowed-{tmp_path.name}")
     assert outcome.created, outcome.create_error
     assert outcome.output == "started\n"
+
+
+def test_the_guard_starts_no_python_for_a_container_with_nothing_to_guard(
+    runtime: Runtime, rootfs: Path, tmp_path: Path
+) -> None:
+    shim, starts = counting_interpreter(tmp_path)
+    hook, _ = launchers(tmp_path / "bin", interpreter=shim)
+    log = tmp_path / "guard.log"
+    config_file = settled(write_config(tmp_path / "config.yaml", log={"file": str(log), "syslog": False}))
+    hook_stderr = tmp_path / "hook-stderr"
+
+    def guarded(script: str) -> dict[str, Any]:
+        config = base_config(rootfs, script)
+        # As hooks.d registers it: createRuntime, the configuration named in the hook's own environment.
+        entry = {"path": str(hook), "args": [str(hook), "hook", "createRuntime"]}
+        config["hooks"] = {"createRuntime": [{**entry, "env": [f"NVIDIA_OCI_HOOK_CONFIG={config_file}"]}]}
+        config["annotations"] = {"run.oci.hooks.stderr": str(hook_stderr)}  # crun 1.8's only place for it
+        return config
+
+    # The first guard starts Python, which keeps the record the front reads; from then on a container with
+    # nothing to guard starts none.
+    for index in range(3):
+        outcome = runtime.cycle(write_bundle(tmp_path / f"plain-{index}", guarded("echo started")), f"p{index}")
+        assert outcome.created and outcome.output == "started\n", outcome.create_error
+        assert python_starts(starts) == 1, index
+    gpu = guarded("echo started")
+    gpu["linux"]["devices"] = [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}]
+    outcome = runtime.cycle(write_bundle(tmp_path / "gpu", gpu), f"gpu-{tmp_path.name}")
+    assert not outcome.created and python_starts(starts) == 2
+    shown = outcome.create_error if runtime.name == "runc" else hook_stderr.read_text()
+    assert "nvidia-oci-hook: refusing container" in shown and "[DEV003]" in shown, shown
+    assert json.loads(log.read_text())["mode"] == "prestart"

@@ -181,14 +181,15 @@ def test_package_contents(chroot: Path) -> None:
         assert path in listed, path
     # cri-o must never find the precreate stage in a directory it reads.
     assert not [p for p in listed if p.startswith("/usr/share/containers/oci/hooks.d/") and "precreate" in p]
-    launcher = (chroot / "usr/bin/nvidia-oci-hook").read_text(encoding="utf-8")
-    assert launcher.splitlines()[0] == "#!/usr/bin/python3 -IS", launcher
-    # The runtime is the sh dispatcher: Python only for create, from the package's site directory.
+    # Both commands are sh fronts that start Debian's python3 from the package's site directory only when needed.
+    for command in ("nvidia-oci-hook", "nvidia-oci-runtime"):
+        front = (chroot / "usr/bin" / command).read_text(encoding="utf-8")
+        assert front.splitlines()[0] == "#!/bin/sh", front
+        assert "exec '/usr/bin/python3' -IS -c " in front
+        assert 'sys.path.append("/usr/lib/python3/dist-packages")' in front
+        assert "state='/run/nvidia-oci-hook'" in front
     dispatcher = (chroot / "usr/bin/nvidia-oci-runtime").read_text(encoding="utf-8")
-    assert dispatcher.splitlines()[0] == "#!/bin/sh", dispatcher
-    assert "exec '/usr/bin/python3' -IS -c " in dispatcher
-    assert 'sys.path.append("/usr/lib/python3/dist-packages")' in dispatcher
-    assert "state='/run/nvidia-oci-hook'" in dispatcher and "config='/etc/nvidia-oci-hook/config.yaml'" in dispatcher
+    assert "config='/etc/nvidia-oci-hook/config.yaml'" in dispatcher
     conffiles = _in(chroot, "dpkg-query", "--showformat=${Conffiles}", "--show", PACKAGE).stdout
     assert sorted(line.split()[0] for line in conffiles.strip().splitlines()) == sorted(CONFFILES)
     # The path unit is enabled by the maintainer scripts (no systemd runs in the chroot: nothing is started).

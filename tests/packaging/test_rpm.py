@@ -108,8 +108,8 @@ def test_el9_installs_and_runs_on_python39(rpms: dict[str, str], tmp_path: os.Pa
     ]
     with open(os.path.join(root, "usr/bin/nvidia-oci-hook"), encoding="utf-8") as handle:
         launcher = handle.read()
-    assert launcher.startswith("#!/usr/bin/python3.9 -IS\n")
-    assert "sys.path.append('/usr/lib/python3.9/site-packages')" in launcher
+    assert launcher.startswith("#!/bin/sh\n") and "exec '/usr/bin/python3.9' -IS -c " in launcher
+    assert 'sys.path.append("/usr/lib/python3.9/site-packages")' in launcher
     deps = glob.glob(os.path.join(ROOT, ".venv-py39", "lib", "python3.9", "site-packages"))
     if not deps:
         pytest.fail(".venv-py39 is missing (scripts/setup test builds it)")
@@ -132,16 +132,17 @@ def test_el8_bundle_is_complete_on_python39(rpms: dict[str, str], tmp_path: os.P
     parent = os.path.join(root, "usr/lib/nvidia-oci-hook")
     with open(os.path.join(root, "usr/bin/nvidia-oci-hook"), encoding="utf-8") as handle:
         launcher = handle.read()
-    assert launcher.startswith("#!/usr/bin/python3.11 -IS\n")
-    assert "sys.path.append('/usr/lib/nvidia-oci-hook')\nsys.path.append('/usr/lib/nvidia-oci-hook/vendor')\n" in (
+    assert launcher.startswith("#!/bin/sh\n") and "exec '/usr/bin/python3.11' -IS -c " in launcher
+    assert 'sys.path.append("/usr/lib/nvidia-oci-hook")\nsys.path.append("/usr/lib/nvidia-oci-hook/vendor")\n' in (
         launcher
     )
-    # The launcher's own code, its paths moved into the root, on 3.9 with -I -S: no site-packages at all; the
-    # CLI then runs site.main(), so -S alone would not keep site-packages out: hide them with an empty prefix.
-    program = launcher.split("\n", 1)[1].replace("'/usr/lib/nvidia-oci-hook", repr(parent)[:-1])
+    # The code the front hands every command to, its paths moved into the root, on 3.9 with -I -S: no
+    # site-packages at all; the CLI then runs site.main(), so -S alone would not keep site-packages out: hide
+    # them with an empty prefix. The code drops argv[0] ("-c"): "-" stands for the front's own path.
+    program = launcher.split("-IS -c '", 1)[1].split('\' "$0"', 1)[0]
+    program = program.replace('"/usr/lib/nvidia-oci-hook', '"' + parent)
     check = (
         "import sys\n"
-        "sys.argv[1:] = sys.argv[2:]\n"
         "import site; site.ENABLE_USER_SITE = False; site.PREFIXES[:] = []\n"
         "try:\n" + "".join(f"    {line}\n" for line in program.strip().split("\n")) + "finally:\n"
         f"    assert all(not m.__file__ or m.__file__.startswith(({parent!r}, sys.base_prefix)) for m in"

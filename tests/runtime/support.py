@@ -26,14 +26,30 @@ echo '{"status":"created"}'
 """
 
 
-def launchers(directory: Path, config: Optional[Path] = None) -> tuple[Path, Path]:
-    """The hook launcher and the runtime dispatcher, the dispatcher reading config (default: the node's path) and
-    keeping its record under directory, never in the node's /run."""
+def launchers(directory: Path, config: Optional[Path] = None, interpreter: Optional[Path] = None) -> tuple[Path, Path]:
+    """The hook's front and the runtime dispatcher, the dispatcher reading config (default: the node's path), both
+    keeping their record under directory, never in the node's /run."""
     written = write_launchers(
-        str(directory), INTERPRETER, config_path=str(config) if config else None, state_dir=str(directory / "state")
+        str(directory),
+        str(interpreter or INTERPRETER),
+        config_path=str(config) if config else None,
+        state_dir=str(directory / "state"),
     )
     hook, runtime = (Path(p) for p in written)
     return hook, runtime
+
+
+def counting_interpreter(directory: Path) -> tuple[Path, Path]:
+    """An interpreter for the launchers that counts its starts: (its path, the file with one line per start)."""
+    starts = directory / "python-starts"
+    shim = directory / "python3"
+    shim.write_text(f'#!/bin/sh\necho started >> {starts}\nexec {INTERPRETER} "$@"\n')
+    shim.chmod(0o755)
+    return shim, starts
+
+
+def python_starts(starts: Path) -> int:
+    return len(starts.read_text().splitlines()) if starts.exists() else 0
 
 
 def settled(config: Path) -> Path:

@@ -1,9 +1,7 @@
 """The dispatcher's pre-check on `create`: it execs the runtime without Python only for a config the full plan
 leaves as it is, with nothing to log.
 
-Held on every config of the schema-agreement corpus (real specs from runc, crun, containerd and podman, enriched
-and mutated), the project's OCI examples and corpus, and variants of them that carry each thing the plan acts on,
-each written compact (as Go engines write config.json) and indented.
+Held on every config of `tests/runtime/precheck_corpus.py`.
 """
 
 from __future__ import annotations
@@ -19,93 +17,14 @@ import pytest
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.engine.pipeline import plan
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.runtime.wrapper import RECORD_FILE, remember_for_dispatcher
-from tests.documents.corpus import base_documents, corpus, other_real_documents
+from nvidia_oci_hook.runtime.dispatch import RECORD_FILE, remember
 from tests.e2e.bundles import base_config
+from tests.runtime.precheck_corpus import DRIVER_ROOT, compact, corpus_configs
 from tests.runtime.test_dispatcher import Dispatcher
 
 pytestmark = [pytest.mark.runtime, pytest.mark.root]  # the corpus is generated with the real runtimes
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-DRIVER_ROOT = "/run/nvidia/driver"
 SETTINGS = Settings(runtime_low_level=("test-runc",))
-
-
-def _variants(name: str, config: Any) -> list[tuple[str, Any]]:
-    """The config itself, and the config with each thing the plan acts on added, or escaped out of sight."""
-    found = [(name, config)]
-    if not isinstance(config, dict):
-        return found
-
-    def changed(label: str, change: Any) -> None:
-        copy = json.loads(json.dumps(config))
-        change(copy)
-        found.append((f"{name} + {label}", copy))
-
-    def section(value: dict[str, Any], key: str, default: Any) -> Any:
-        if not isinstance(value.get(key), type(default)):
-            value[key] = default
-        return value[key]
-
-    def env(value: dict[str, Any], entry: str) -> None:
-        process = section(value, "process", {})
-        section(process, "env", []).append(entry)
-
-    def device(value: dict[str, Any]) -> None:
-        section(section(value, "linux", {}), "devices", []).append(
-            {"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}
-        )
-
-    def mount(value: dict[str, Any], source: str) -> None:
-        section(value, "mounts", []).append(
-            {"destination": "/usr/lib/libcuda.so.1", "type": "bind", "source": source, "options": ["rbind", "ro"]}
-        )
-
-    def hook(value: dict[str, Any], path: str) -> None:
-        section(section(value, "hooks", {}), "prestart", []).append({"path": path})
-
-    changed("CDI annotation", lambda v: section(v, "annotations", {}).update({"cdi.k8s.io/gpu": "nvidia.com/gpu=0"}))
-    changed("CDI name in NVIDIA_VISIBLE_DEVICES", lambda v: env(v, "NVIDIA_VISIBLE_DEVICES=nvidia.com/gpu=0"))
-    changed("NVIDIA_VISIBLE_DEVICES=all", lambda v: env(v, "NVIDIA_VISIBLE_DEVICES=all"))
-    changed("a device node", device)
-    changed("a mount under the driver root", lambda v: mount(v, DRIVER_ROOT + "/usr/lib/libcuda.so.1"))
-    changed("a missing mount source", lambda v: mount(v, "/nonexistent/libcuda.so.1"))
-    changed("a hook under the driver root", lambda v: hook(v, DRIVER_ROOT + "/usr/bin/nvidia-ctk"))
-    changed("a missing hook", lambda v: hook(v, "/nonexistent/nvidia-ctk"))
-    changed("quotes and markup in an argument", lambda v: env(v, 'SCRIPT=echo "<a href=x>&</a>"\n\t\\'))
-    changed("a key spelled with an escape", lambda v: section(v, "annotations", {}).update({"d\u00e9vices": "x"}))
-    return found
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _texts(value: Any) -> list[tuple[str, bytes]]:
-    compact = _compact(value)
-    forms = [("compact", compact), ("indented", json.dumps(value, indent=2))]
-    # Escapes the dispatcher must see through or refuse: "/" written as "\/", letters as "\u0063" and "\u0056".
-    escaped_letters = compact.replace('"devices"', '"devi\\u0063es"').replace('"ociVersion"', '"oci\\u0056ersion"')
-    for label, text in (("escaped slashes", compact.replace("/", "\\/")), ("escaped letters", escaped_letters)):
-        if text != compact:
-            forms.append((label, text))
-    return [(label, text.encode("utf-8")) for label, text in forms]
-
-
-def _rich_documents() -> list[tuple[str, Any]]:
-    """The real specs, the project's examples and OCI corpus, and a busybox container with nothing GPU in it."""
-    documents = [
-        (name, document) for name, kind, document in base_documents() + other_real_documents() if kind == "oci"
-    ]
-    for path in [
-        *sorted((REPOSITORY / "examples").glob("*.json")),
-        *sorted((REPOSITORY / "tests/oci/corpus").glob("*.json")),
-    ]:
-        value = json.loads(path.read_text())
-        if isinstance(value, dict) and "process" in value:
-            documents.append((path.name, value))
-    documents.append(("busybox", base_config(Path("/nonexistent-rootfs"), "true")))
-    return documents
 
 
 @pytest.fixture
@@ -113,8 +32,10 @@ def dispatcher(tmp_path: Path) -> Dispatcher:
     made = Dispatcher(tmp_path)
     made.runtime("test-runc")
     assert not os.path.exists(DRIVER_ROOT), f"{DRIVER_ROOT} exists on this machine: the pre-check would never run"
-    remember_for_dispatcher(str(made.state), str(made.config), None, SETTINGS, [], {})
-    assert (made.state / RECORD_FILE).read_text() == "absent\ntest-runc\n/run/nvidia/driver\ncdi.k8s.io/\nenv\n"
+    remember(str(made.state), str(made.config), None, SETTINGS, [], {})
+    assert (made.state / RECORD_FILE).read_text() == (
+        f"absent\ntest-runc\n/run/nvidia/driver\ncdi.k8s.io/\nenv\nfail-open\n{made.config}\n"
+    )
     return made
 
 
@@ -139,13 +60,8 @@ def test_a_create_skips_python_only_where_the_plan_does_nothing(dispatcher: Disp
                 assert args == create
                 skipped[form] = skipped.get(form, 0) + 1
 
-    # Every config of the corpus as an engine writes it, and the richer documents in every form and variant.
-    for name, kind, document in corpus():
-        if kind == "oci":
-            check(name, document, [("compact", _compact(document).encode("utf-8"))])
-    for name, document in _rich_documents():
-        for variant, config in _variants(name, document):
-            check(variant, config, _texts(config))
+    for label, config, forms in corpus_configs():
+        check(label, config, forms)
     # The pre-check proves something both ways: many plain configs skip Python, the plan acted on many others.
     assert skipped.get("compact", 0) > 300 and reconciled > 300, (skipped, reconciled)
     assert "escaped slashes" not in skipped and "escaped letters" not in skipped, skipped
@@ -185,7 +101,7 @@ def test_a_driver_root_on_the_node_sends_every_create_to_python(dispatcher: Disp
     root = tmp_path / "driver"
     root.mkdir()
     settings = Settings(runtime_low_level=("test-runc",), driver_roots=("/", str(root)))
-    remember_for_dispatcher(str(dispatcher.state), str(dispatcher.config), None, settings, [], {})
+    remember(str(dispatcher.state), str(dispatcher.config), None, settings, [], {})
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain/config.json").write_text(json.dumps(base_config(Path("/x"), "true"), separators=(",", ":")))
     assert dispatcher.run(["create", "-b", "plain", "c1"])[0] == "python"
@@ -194,7 +110,7 @@ def test_a_driver_root_on_the_node_sends_every_create_to_python(dispatcher: Disp
 
 
 def test_hostile_configs_are_decided_quickly_and_never_skip_a_plan(dispatcher: Dispatcher, tmp_path: Path) -> None:
-    plain = _compact(base_config(Path("/nonexistent-rootfs"), "true"))
+    plain = compact(base_config(Path("/nonexistent-rootfs"), "true"))
     cases: dict[str, Any] = {
         "larger than the dispatcher reads": plain[:-1] + ',"x":"' + "a" * (1 << 21) + '"}',
         "NUL bytes": plain.replace('"true"', '"tr\x00ue"'),

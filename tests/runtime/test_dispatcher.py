@@ -20,14 +20,8 @@ import pytest
 
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.launcher import dispatcher_text
-from nvidia_oci_hook.runtime.wrapper import (
-    GLOBAL_VALUE_OPTIONS,
-    RECORD_FILE,
-    file_identity,
-    find_runtime,
-    parse_invocation,
-    remember_for_dispatcher,
-)
+from nvidia_oci_hook.runtime.dispatch import RECORD_FILE, file_identity, remember
+from nvidia_oci_hook.runtime.wrapper import GLOBAL_VALUE_OPTIONS, find_runtime, parse_invocation
 
 # Prints who it is and its arguments, NUL-separated, so that any byte an argument holds comes back as it was.
 RECORDER = """#!/bin/sh
@@ -58,7 +52,15 @@ class Dispatcher:
         return self._recorder((directory or self.bin) / name, "runtime")
 
     def record(self, *names: str, present: bool = False) -> None:
-        lines = ["present" if present else "absent", ":".join(names), "/run/nvidia/driver", "cdi.k8s.io/", "env"]
+        lines = [
+            "present" if present else "absent",
+            ":".join(names),
+            "/run/nvidia/driver",
+            "cdi.k8s.io/",
+            "env",
+            "fail-open",
+            str(self.config),
+        ]
         (self.state / RECORD_FILE).write_text("".join(line + "\n" for line in lines))
         if present:
             mtime = self.config.stat().st_mtime_ns
@@ -197,6 +199,7 @@ def test_none_found_is_python_s_to_report(dispatcher: Dispatcher) -> None:
         "record unreadable",
         "record of another kind",
         "no names",
+        "record of another file",
         "configuration appeared",
         "configuration modified",
         "configuration older",
@@ -227,7 +230,9 @@ def test_python_decides_whenever_the_record_could_be_stale(dispatcher: Dispatche
     elif spoil == "record of another kind":
         record.write_text("test-runc\n")
     elif spoil == "no names":
-        record.write_text("absent\n\n/run/nvidia/driver\ncdi.k8s.io/\nenv\n")
+        record.write_text(f"absent\n\n/run/nvidia/driver\ncdi.k8s.io/\nenv\nfail-open\n{dispatcher.config}\n")
+    elif spoil == "record of another file":
+        record.write_text(record.read_text().replace(str(dispatcher.config), f"{dispatcher.config}.other"))
     elif spoil == "configuration appeared":
         dispatcher.config.write_text("runtime:\n  low_level: [test-crun]\n")
     elif spoil == "configuration modified":
@@ -254,14 +259,17 @@ def test_python_decides_whenever_the_record_could_be_stale(dispatcher: Dispatche
 def _remember(dispatcher: Dispatcher, before: Optional[tuple[int, int, int, int, int]], **values: object) -> None:
     problems = [str(values.pop("problem"))] if "problem" in values else []
     settings = Settings(**{"runtime_low_level": ("test-runc",), **values})
-    remember_for_dispatcher(str(dispatcher.state), str(dispatcher.config), before, settings, problems, {})
+    remember(str(dispatcher.state), str(dispatcher.config), before, settings, problems, {})
 
 
 def test_the_wrapper_records_what_the_dispatcher_reads(dispatcher: Dispatcher) -> None:
     record = dispatcher.state / RECORD_FILE
     record.unlink()
     _remember(dispatcher, None)
-    assert record.read_text() == "absent\ntest-runc\n/run/nvidia/driver\ncdi.k8s.io/\nenv\n"
+    assert (
+        record.read_text()
+        == f"absent\ntest-runc\n/run/nvidia/driver\ncdi.k8s.io/\nenv\nfail-open\n{dispatcher.config}\n"
+    )
     assert dispatcher.run(["kill", "c1", "9"]) == (str(dispatcher.bin / "test-runc"), ["kill", "c1", "9"])
 
     dispatcher.config.write_text("runtime:\n  low_level: [test-crun, test-runc]\n")
@@ -275,9 +283,11 @@ def test_the_wrapper_records_what_the_dispatcher_reads(dispatcher: Dispatcher) -
         driver_roots=("/", "/run/nvidia/driver", "/opt/driver"),
         cdi_annotation_prefixes=("cdi.k8s.io/", "example.com/cdi."),
         cdi_visible_devices_env=False,
+        policy_fail_closed=True,
     )
     assert record.read_text() == (
         "present\ntest-crun:test-runc\n/run/nvidia/driver:/opt/driver\ncdi.k8s.io/:example.com/cdi.\n-\n"
+        f"fail-closed\n{dispatcher.config}\n"
     )
     assert record.stat().st_mtime_ns == dispatcher.config.stat().st_mtime_ns
     assert dispatcher.run(["delete", "c1"]) == (str(dispatcher.bin / "test-runc"), ["delete", "c1"])
@@ -287,7 +297,7 @@ def test_the_wrapper_records_what_the_dispatcher_reads(dispatcher: Dispatcher) -
 
 @pytest.mark.parametrize(
     "reason",
-    ["modified just now", "changed while read", "config in the environment", "low level in the environment",
+    ["modified just now", "changed while read", "a path with a newline", "low level in the environment",
      "another setting in the environment", "a problem in the file", "a name with the separator",
      "a name with a newline", "an empty name", "a root a JSON escape could spell", "an empty prefix",
      "a directory others can write"],
@@ -307,8 +317,6 @@ def test_the_wrapper_records_nothing_it_cannot_vouch_for(dispatcher: Dispatcher,
     elif reason == "changed while read":
         dispatcher.config.write_text("runtime:\n  low_level: [test-crun, test-runc]\n")
         os.utime(dispatcher.config, (stamp, stamp))
-    elif reason == "config in the environment":
-        environ["NVIDIA_OCI_HOOK_CONFIG"] = str(dispatcher.config)
     elif reason == "low level in the environment":
         environ["NVIDIA_OCI_HOOK_RUNTIME_LOW_LEVEL"] = "test-runc"
     elif reason == "another setting in the environment":
@@ -329,7 +337,11 @@ def test_the_wrapper_records_nothing_it_cannot_vouch_for(dispatcher: Dispatcher,
         dispatcher.state.chmod(0o777)
     problems = [str(values.pop("problem"))] if "problem" in values else []
     settings = Settings(**{"runtime_low_level": ("test-runc",), **values})
-    remember_for_dispatcher(str(dispatcher.state), str(dispatcher.config), before, settings, problems, environ)
+    config_file = str(dispatcher.config)
+    if reason == "a path with a newline":
+        config_file = str(dispatcher.directory / "config\n.yaml")
+        os.link(dispatcher.config, config_file)
+    remember(str(dispatcher.state), config_file, before, settings, problems, environ)
     assert not record.exists()
     os.utime(dispatcher.config, (stamp, stamp))
     _remember(dispatcher, file_identity(str(dispatcher.config)))

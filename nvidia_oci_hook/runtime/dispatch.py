@@ -1,0 +1,125 @@
+"""What the sh fronts (`nvidia_oci_hook.launcher`) read instead of the configuration: the record in the state
+directory.
+
+The dispatcher in front of the wrapper and the front of the guard hook decide in sh whether Python must start,
+from the settings Python last read, kept here with the configuration file's modification time. Python rewrites
+the record whenever it reads a configuration that differs from it, and writes nothing it cannot vouch for: a
+file with problems, settings from the environment, a file modified too recently to compare.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from nvidia_oci_hook.config import Settings
+
+# Where the record is kept: root's tmpfs, gone at boot like every container.
+DEFAULT_STATE_DIR = "/run/nvidia-oci-hook"
+RECORD_FILE = "settings"
+# The record's lines: "present" or "absent" (the configuration file); the low-level runtime names; the driver
+# roots other than "/"; the CDI annotation prefixes; "env" when NVIDIA_VISIBLE_DEVICES may name CDI devices,
+# else "-"; "fail-closed" or "fail-open" (policy.fail_closed); the configuration file's path. Lists are joined
+# with the separator.
+RECORD_SEPARATOR = ":"
+# What a recorded root or prefix may hold: characters that no JSON escape the fronts let through can stand for,
+# so that a config names one only by writing it out.
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-")
+# A configuration file modified this recently is not recorded: the fronts compare whole seconds, so an edit
+# within the second the record was taken at would go unseen.
+_SETTLED_SECONDS = 2.0
+
+
+def file_identity(path: str) -> Optional[tuple[int, int, int, int, int]]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _plain(text: str) -> bool:
+    return bool(text) and all(char in _PLAIN for char in text)
+
+
+def record_lines(settings: Settings) -> Optional[str]:
+    """What the fronts need from settings, or None when it cannot be written down for them."""
+    names = settings.runtime_low_level
+    if not names or any(not name or "\n" in name or RECORD_SEPARATOR in name for name in names):
+        return None
+    # Without a trailing slash: the root itself, as a path a config names, contains it too.
+    roots = [root.rstrip("/") for root in settings.driver_roots if root.rstrip("/")]
+    prefixes = settings.cdi_annotation_prefixes
+    if not all(_plain(root) for root in roots) or not all(_plain(prefix) for prefix in prefixes):
+        return None
+    lines = (
+        RECORD_SEPARATOR.join(names),
+        RECORD_SEPARATOR.join(roots),
+        RECORD_SEPARATOR.join(prefixes),
+        "env" if settings.cdi_visible_devices_env else "-",
+        "fail-closed" if settings.policy_fail_closed else "fail-open",
+    )
+    return "".join(line + "\n" for line in lines)
+
+
+def remember(
+    state_dir: str,
+    config_file: str,
+    before: Optional[tuple[int, int, int, int, int]],
+    settings: Settings,
+    problems: list[str],
+    environ: dict[str, str],
+) -> None:
+    """Record what the sh fronts read, when it follows from the configuration file alone.
+
+    config_file is the file the settings were read from, and before its identity taken before they were read: a
+    file that changed while it was read, or too recently for the fronts' whole-second comparison, is not
+    recorded; nor is one with problems, which only Python reports. Failing to record only means that the next
+    call starts Python again.
+    """
+    from nvidia_oci_hook.config import SETTINGS
+
+    if problems or any(key.env in environ for key in SETTINGS) or not config_file.isprintable():
+        return
+    recorded = record_lines(settings)
+    if recorded is None or file_identity(config_file) != before:
+        return
+    present = before is not None
+    if present:
+        assert before is not None
+        if before[0] & 0o170000 != 0o100000 or time.time() - before[4] / 1e9 < _SETTLED_SECONDS:
+            return
+    record = ("present\n" if present else "absent\n") + recorded + config_file + "\n"
+    path = os.path.join(state_dir, RECORD_FILE)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            unchanged = handle.read() == record
+        if unchanged and (not present or os.stat(path).st_mtime_ns == before[4]):  # type: ignore[index]
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    temporary = f"{path}.{os.getpid()}"
+    try:
+        os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        directory = os.lstat(state_dir)
+        if directory.st_uid != os.geteuid() or directory.st_mode & 0o022 or directory.st_mode & 0o170000 != 0o040000:
+            return  # the fronts trust only their own user's directory: not one others could write into
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temporary, flags, 0o644)
+        try:
+            os.write(fd, record.encode("utf-8"))
+        finally:
+            os.close(fd)
+        if present:
+            assert before is not None
+            os.utime(temporary, ns=(before[4], before[4]))
+        os.rename(temporary, path)
+    except OSError:
+        try:  # noqa: SIM105 - contextlib would be one more import on every container start
+            os.unlink(temporary)
+        except OSError:
+            pass

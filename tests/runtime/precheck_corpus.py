@@ -1,0 +1,106 @@
+"""What the fronts' pre-checks are held to: every config of the schema-agreement corpus (real specs from runc,
+crun, containerd and podman, enriched and mutated), the project's OCI examples and corpus, and variants of them
+that carry each thing the plan acts on, each written compact (as Go engines write config.json) and indented."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.documents.corpus import base_documents, corpus, other_real_documents
+from tests.e2e.bundles import base_config
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+DRIVER_ROOT = "/run/nvidia/driver"
+
+
+def variants(name: str, config: Any) -> list[tuple[str, Any]]:
+    """The config itself, and the config with each thing the plan acts on added, or escaped out of sight."""
+    found = [(name, config)]
+    if not isinstance(config, dict):
+        return found
+
+    def changed(label: str, change: Any) -> None:
+        copy = json.loads(json.dumps(config))
+        change(copy)
+        found.append((f"{name} + {label}", copy))
+
+    def section(value: dict[str, Any], key: str, default: Any) -> Any:
+        if not isinstance(value.get(key), type(default)):
+            value[key] = default
+        return value[key]
+
+    def env(value: dict[str, Any], entry: str) -> None:
+        process = section(value, "process", {})
+        section(process, "env", []).append(entry)
+
+    def device(value: dict[str, Any]) -> None:
+        section(section(value, "linux", {}), "devices", []).append(
+            {"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}
+        )
+
+    def mount(value: dict[str, Any], source: str) -> None:
+        section(value, "mounts", []).append(
+            {"destination": "/usr/lib/libcuda.so.1", "type": "bind", "source": source, "options": ["rbind", "ro"]}
+        )
+
+    def hook(value: dict[str, Any], path: str) -> None:
+        section(section(value, "hooks", {}), "prestart", []).append({"path": path})
+
+    changed("CDI annotation", lambda v: section(v, "annotations", {}).update({"cdi.k8s.io/gpu": "nvidia.com/gpu=0"}))
+    changed("CDI name in NVIDIA_VISIBLE_DEVICES", lambda v: env(v, "NVIDIA_VISIBLE_DEVICES=nvidia.com/gpu=0"))
+    changed("NVIDIA_VISIBLE_DEVICES=all", lambda v: env(v, "NVIDIA_VISIBLE_DEVICES=all"))
+    changed("a device node", device)
+    changed("a mount under the driver root", lambda v: mount(v, DRIVER_ROOT + "/usr/lib/libcuda.so.1"))
+    changed("a missing mount source", lambda v: mount(v, "/nonexistent/libcuda.so.1"))
+    changed("a hook under the driver root", lambda v: hook(v, DRIVER_ROOT + "/usr/bin/nvidia-ctk"))
+    changed("a missing hook", lambda v: hook(v, "/nonexistent/nvidia-ctk"))
+    changed("quotes and markup in an argument", lambda v: env(v, 'SCRIPT=echo "<a href=x>&</a>"\n\t\\'))
+    changed("a key spelled with an escape", lambda v: section(v, "annotations", {}).update({"d\u00e9vices": "x"}))
+    return found
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def texts(value: Any) -> list[tuple[str, bytes]]:
+    written = compact(value)
+    forms = [("compact", written), ("indented", json.dumps(value, indent=2))]
+    # Escapes the dispatcher must see through or refuse: "/" written as "\/", letters as "\u0063" and "\u0056".
+    escaped_letters = written.replace('"devices"', '"devi\\u0063es"').replace('"ociVersion"', '"oci\\u0056ersion"')
+    for label, text in (("escaped slashes", written.replace("/", "\\/")), ("escaped letters", escaped_letters)):
+        if text != written:
+            forms.append((label, text))
+    return [(label, text.encode("utf-8")) for label, text in forms]
+
+
+def rich_documents() -> list[tuple[str, Any]]:
+    """The real specs, the project's examples and OCI corpus, and a busybox container with nothing GPU in it."""
+    documents = [
+        (name, document) for name, kind, document in base_documents() + other_real_documents() if kind == "oci"
+    ]
+    for path in [
+        *sorted((REPOSITORY / "examples").glob("*.json")),
+        *sorted((REPOSITORY / "tests/oci/corpus").glob("*.json")),
+    ]:
+        value = json.loads(path.read_text())
+        if isinstance(value, dict) and "process" in value:
+            documents.append((path.name, value))
+    documents.append(("busybox", base_config(Path("/nonexistent-rootfs"), "true")))
+    return documents
+
+
+def corpus_configs() -> list[tuple[str, Any, list[tuple[str, bytes]]]]:
+    """(label, config, its texts): the corpus as an engine writes it, and the richer documents in every form and
+    variant."""
+    found = [
+        (name, document, [("compact", compact(document).encode("utf-8"))])
+        for name, kind, document in corpus()
+        if kind == "oci"
+    ]
+    for name, document in rich_documents():
+        for variant, config in variants(name, document):
+            found.append((variant, config, texts(config)))
+    return found
