@@ -19,8 +19,10 @@ NVIDIA's environment, the annotations an engine writes; bundles and runtime stat
   config with its GPU requested as a CDI annotation instead, so the wrapper applies and writes edits each run.
 - state, start, kill, delete: each through the wrapper against the runtime alone, on a real container: state of
   a created one, start of a created one, kill (SIGKILL) of a started `sleep`, delete of one whose `true` exited.
-- hook: `nvidia-oci-hook hook prestart` with the container's state on stdin, against `python3 -I -S -c pass`,
-  which is what the launchers start (-I alone would load site and make the hook look cheaper than it is).
+- hook: `nvidia-oci-hook hook prestart` with the container's state on stdin (compact, as runc writes it), against
+  `python3 -I -S -c pass`, which is what the fronts start (-I alone would load site and make the hook look
+  cheaper than it is): on that GPU container, which starts Python, and on a busybox container with no GPU
+  content, which the hook's sh front ends without Python.
 
 Engines (--engine-runs M, default 30), with runc as the baseline: see benchmarks/bench_engines.py.
 """
@@ -63,6 +65,7 @@ from timing import (  # noqa: E402
 )
 
 from nvidia_oci_hook.launcher import write_launchers  # noqa: E402
+from tests.e2e.bundles import base_config  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 LIBRARIES = (
@@ -407,18 +410,28 @@ def _measure_calls(
     entries = [json.loads(line) for line in space.log("calls").read_text().splitlines()]
     edits = entries[-1]["edits"] if entries else []
 
-    state_json = json.dumps(
-        {"ociVersion": "1.0.2", "id": "bench", "status": "creating", "pid": 1, "bundle": str(plain)}
-    ).encode()
+    # A container with no GPU content, its config compact as the engines write it.
+    busybox = directory / "busybox"
+    busybox.mkdir()
+    (busybox / "config.json").write_text(json.dumps(base_config(space.rootfs, "true"), separators=(",", ":")))
 
-    def hook_run() -> None:
-        subprocess.run([space.hook, "hook", "prestart"], input=state_json, env=env, check=True)
+    def hook_run(path: Path) -> None:
+        # The state as runc writes it: compact JSON on one line.
+        state = {"ociVersion": "1.0.2", "id": "bench", "status": "creating", "pid": 1, "bundle": str(path)}
+        stdin = json.dumps(state, separators=(",", ":")).encode()
+        subprocess.run([space.hook, "hook", "prestart"], input=stdin, env=env, check=True)
 
     def bare() -> None:
         subprocess.run([PYTHON, "-I", "-S", "-c", "pass"], check=True)
 
+    hook_run(plain)  # Python keeps the record the hook's front reads
     hook_times = interleaved_medians(
-        runs * 2, {"bare": Case(bare, settle=SETTLE / 5), "hook": Case(hook_run, settle=SETTLE / 5)}
+        runs * 2,
+        {
+            "bare": Case(bare, settle=SETTLE / 5),
+            "hook": Case(partial(hook_run, plain), settle=SETTLE / 5),
+            "hook busybox": Case(partial(hook_run, busybox), settle=SETTLE / 5),
+        },
     )
 
     alone = times["alone"]
@@ -461,6 +474,12 @@ def _measure_calls(
         [
             Row("python3 -I -S -c pass", bare_time, note="what the launchers start"),
             ratio_row("hook prestart", hook_times["hook"], bare_time, HOOK_BOUND, "nothing wrong"),
+            ratio_row(
+                "hook prestart, no GPU content",
+                hook_times["hook busybox"],
+                bare_time,
+                note="ends in its sh front: no Python",
+            ),
         ],
     )
     return [create, calls, hook]

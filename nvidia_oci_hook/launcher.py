@@ -86,16 +86,16 @@ esac
 # Whether the plan would leave the config at $config_json alone: Python whenever it cannot be sure.
 CONFIG_PRECHECK = r"""
     # The plan changes nothing and finds nothing in a config that requests no CDI device, lists no device node
-    # and names no path under a driver root other than "/", on a node where no such root exists (no bind
-    # mount or hook can then move, or be missing under one). The config's text shows all of that only where
-    # no JSON escape could spell out what it hides: an escape other than those of quotes, backslashes, control
-    # characters, <, >, & and line separators sends the config to Python, as does one too large to read here.
-    # A driver root other than "/" on the node: Python, before anything is read.
-    rest=$roots
+    # and names no path under a driver root other than "/", where no bind mount or hook can move to another
+    # root: none exists on the node, or every absolute mount source and hook path exists. The config's text
+    # shows all of that only where no JSON escape could spell out what it hides: an escape other than those of
+    # quotes, backslashes, control characters, <, >, & and line separators sends the config to Python, as does
+    # one too large to read here.
+    rest=$roots root_present=
     while [ -n "$rest" ]; do
         root=${rest%%@SEP@*}
         case $rest in *@SEP@*) rest=${rest#*@SEP@} ;; *) rest= ;; esac
-        ! [ -e "$root" ] || python "$@"
+        ! [ -e "$root" ] || root_present=1
     done
     [ -f "$config_json" ] || python "$@"
     text=$(head -c 1048577 -- "$config_json" 2>/dev/null) || python "$@"
@@ -129,6 +129,20 @@ CONFIG_PRECHECK = r"""
         python "$@"
         ;;
     esac
+    # With a driver root on the node, every value of a key "source" or "path" (mount sources, hook paths, and
+    # more: checking those only costs time) must be written plainly and, if absolute, exist.
+    if [ -n "$root_present" ]; then
+        case $text in *'"source"'[!:]* | *'"source":'[!\"]* | *'"path"'[!:]* | *'"path":'[!\"]*) python "$@" ;; esac
+        for key in '"source":"' '"path":"'; do
+            rest=$text
+            while :; do
+                case $rest in *"$key"*) ;; *) break ;; esac
+                rest=${rest#"${rest%%"$key"*}$key"}
+                value=${rest%%\"*}
+                case $value in /*) [ -e "$value" ] || python "$@" ;; esac
+            done
+        done
+    fi
 """
 
 DISPATCHER = r"""#!/bin/sh

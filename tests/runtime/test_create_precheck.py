@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -39,32 +40,79 @@ def dispatcher(tmp_path: Path) -> Dispatcher:
     return made
 
 
-def test_a_create_skips_python_only_where_the_plan_does_nothing(dispatcher: Dispatcher, tmp_path: Path) -> None:
-    bundle = tmp_path / "bundle"
+def _hold_to_the_plan(dispatcher: Dispatcher, settings: Settings, bundle: Path) -> tuple[dict[str, int], int]:
+    """Every config of the corpus through the dispatcher: where it skips Python, the plan must do nothing.
+    Returns how many texts of each form skipped Python, and how many configs the plan acted on."""
     bundle.mkdir()
     host = HostView("/")
     skipped: dict[str, int] = {}
     reconciled = 0
     create = ["--root", "/run/test", "create", "--bundle", str(bundle), "c1"]
-
-    def check(label: str, config: Any, texts: list[tuple[str, bytes]]) -> None:
-        nonlocal reconciled
-        result = plan(config, host, SETTINGS)
+    for label, config, forms in corpus_configs():
+        result = plan(config, host, settings)
         nothing = not (result.edits or result.findings)
         reconciled += not nothing
-        for form, text in texts:
+        for form, text in forms:
             (bundle / "config.json").write_bytes(text)
             who, args = dispatcher.run(create)
             if who != "python":
                 assert nothing, f"{label} ({form}): the dispatcher skipped a plan with {result.edits} {result.findings}"
                 assert args == create
                 skipped[form] = skipped.get(form, 0) + 1
+    return skipped, reconciled
 
-    for label, config, forms in corpus_configs():
-        check(label, config, forms)
+
+def test_a_create_skips_python_only_where_the_plan_does_nothing(dispatcher: Dispatcher, tmp_path: Path) -> None:
+    skipped, reconciled = _hold_to_the_plan(dispatcher, SETTINGS, tmp_path / "bundle")
     # The pre-check proves something both ways: many plain configs skip Python, the plan acted on many others.
     assert skipped.get("compact", 0) > 300 and reconciled > 300, (skipped, reconciled)
     assert "escaped slashes" not in skipped and "escaped letters" not in skipped, skipped
+
+
+def _driver_root(directory: Path) -> Path:
+    """A driver root with what the corpus's GPU mounts and hooks look for, where the host lacks it."""
+    root = directory / "driver"
+    for relative in ("usr/lib/libcuda.so.1", "usr/lib/x86_64-linux-gnu/libcuda.so.1", "usr/bin/nvidia-ctk"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text("")
+    return root
+
+
+def test_with_a_driver_root_on_the_node_only_configs_whose_paths_all_exist_skip_python(
+    dispatcher: Dispatcher, tmp_path: Path
+) -> None:
+    settings = Settings(runtime_low_level=("test-runc",), driver_roots=("/", DRIVER_ROOT, str(_driver_root(tmp_path))))
+    remember(str(dispatcher.state), str(dispatcher.config), None, settings, [], {})
+    skipped, reconciled = _hold_to_the_plan(dispatcher, settings, tmp_path / "bundle")
+    assert skipped.get("compact", 0) > 100 and reconciled > 300, (skipped, reconciled)
+
+
+def test_a_driver_root_on_the_node_sends_a_config_with_a_missing_path_to_python(
+    dispatcher: Dispatcher, tmp_path: Path
+) -> None:
+    root = _driver_root(tmp_path)
+    settings = Settings(runtime_low_level=("test-runc",), driver_roots=("/", str(root)))
+    remember(str(dispatcher.state), str(dispatcher.config), None, settings, [], {})
+    (tmp_path / "rootfs").mkdir()
+    config = base_config(tmp_path / "rootfs", "true")
+    runtime = str(dispatcher.bin / "test-runc")
+
+    def decided(value: Any, text: Optional[str] = None) -> str:
+        (tmp_path / "plain").mkdir(exist_ok=True)
+        (tmp_path / "plain/config.json").write_text(text or compact(value))
+        return dispatcher.run(["create", "-b", "plain", "c1"])[0]
+
+    assert decided(config) == runtime, "every path exists: nothing can move"
+    assert decided(config, json.dumps(config)) == "python", "a key the patterns cannot read"
+    missing_source = json.loads(json.dumps(config))
+    missing_source["mounts"].append({"destination": "/l", "type": "bind", "source": "/usr/lib/libcuda.so.1"})
+    missing_hook = json.loads(json.dumps(config))
+    missing_hook["hooks"] = {"createRuntime": [{"path": "/usr/bin/nvidia-ctk"}]}
+    for value in (missing_source, missing_hook):
+        assert plan(value, HostView("/"), settings).edits, "the plan moves it to the root that has it"
+        assert decided(value) == "python"
+    shutil.rmtree(root)
+    assert decided(missing_source) == runtime, "no driver root on the node: nothing can move"
 
 
 def test_the_bundle_is_found_as_the_wrapper_finds_it(dispatcher: Dispatcher, tmp_path: Path) -> None:
@@ -95,18 +143,6 @@ def test_the_bundle_is_found_as_the_wrapper_finds_it(dispatcher: Dispatcher, tmp
     ]
     for args, expected in cases:
         assert dispatcher.run(args)[0] == expected, args
-
-
-def test_a_driver_root_on_the_node_sends_every_create_to_python(dispatcher: Dispatcher, tmp_path: Path) -> None:
-    root = tmp_path / "driver"
-    root.mkdir()
-    settings = Settings(runtime_low_level=("test-runc",), driver_roots=("/", str(root)))
-    remember(str(dispatcher.state), str(dispatcher.config), None, settings, [], {})
-    (tmp_path / "plain").mkdir()
-    (tmp_path / "plain/config.json").write_text(json.dumps(base_config(Path("/x"), "true"), separators=(",", ":")))
-    assert dispatcher.run(["create", "-b", "plain", "c1"])[0] == "python"
-    root.rmdir()
-    assert dispatcher.run(["create", "-b", "plain", "c1"])[0] == str(dispatcher.bin / "test-runc")
 
 
 def test_hostile_configs_are_decided_quickly_and_never_skip_a_plan(dispatcher: Dispatcher, tmp_path: Path) -> None:
