@@ -213,12 +213,17 @@ def config_file(path: Optional[str], environ: Mapping[str, str]) -> str:
     return path or environ.get(CONFIG_ENV) or DEFAULT_CONFIG_PATH
 
 
+def config_file_named(path: Optional[str], environ: Mapping[str, str]) -> bool:
+    """Whether the file was named (then it must exist), rather than the default (which may be absent)."""
+    return path is not None or bool(environ.get(CONFIG_ENV))
+
+
 def _values(path: Optional[str], environ: Optional[Mapping[str, str]], problems: Optional[list[str]]) -> dict[str, Any]:
     """The file's values, then the environment's; with problems given, a bad file or variable is noted there and
     left out instead of raising."""
     if environ is None:
         environ = os.environ
-    explicit = path is not None or bool(environ.get(CONFIG_ENV))
+    explicit = config_file_named(path, environ)
     file_path = config_file(path, environ)
     try:
         values = _file_values(file_path, explicit)

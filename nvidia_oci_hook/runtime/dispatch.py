@@ -4,13 +4,17 @@ directory.
 The dispatcher in front of the wrapper and the front of the guard hook decide in sh whether Python must start,
 from the settings Python last read, kept here with the configuration file's modification time. Python rewrites
 the record whenever it reads a configuration that differs from it, and writes nothing it cannot vouch for: a
-file with problems, settings from the environment, a file modified too recently to compare.
+file with problems, settings from the environment, a file modified too recently to compare. When Python does
+start, it takes its settings from the record too, where the file's identity is still the one recorded, instead
+of parsing the file again.
 """
 
 from __future__ import annotations
 
 import os
 import time
+
+from nvidia_oci_hook.engine import jsoncodec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +28,8 @@ RECORD_FILE = "settings"
 # The record's lines: "present" or "absent" (the configuration file); the low-level runtime names; the driver
 # roots other than "/"; the CDI annotation prefixes; "env" when NVIDIA_VISIBLE_DEVICES may name CDI devices,
 # else "-"; "fail-closed" or "fail-open" (policy.fail_closed); the configuration file's path. Lists are joined
-# with the separator.
+# with the separator. An eighth line, which the fronts do not read, holds every setting and the file's identity
+# (mode, device, inode, size, modification time in ns) as JSON, for Python.
 RECORD_SEPARATOR = ":"
 # What a recorded root or prefix may hold: characters that no JSON escape the fronts let through can stand for,
 # so that a config names one only by writing it out.
@@ -32,6 +37,8 @@ _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # A configuration file modified this recently is not recorded: the fronts compare whole seconds, so an edit
 # within the second the record was taken at would go unseen.
 _SETTLED_SECONDS = 2.0
+# A record is a few hundred bytes: anything much larger was not written by remember.
+_RECORD_LIMIT = 1 << 16
 
 
 def file_identity(path: str) -> Optional[tuple[int, int, int, int, int]]:
@@ -93,7 +100,9 @@ def remember(
         assert before is not None
         if before[0] & 0o170000 != 0o100000 or time.time() - before[4] / 1e9 < _SETTLED_SECONDS:
             return
+    everything = {"identity": list(before) if before else None, "settings": _values(settings)}
     record = ("present\n" if present else "absent\n") + recorded + config_file + "\n"
+    record += jsoncodec.dumps(everything) + "\n"
     path = os.path.join(state_dir, RECORD_FILE)
     try:
         with open(path, encoding="utf-8") as handle:
@@ -105,8 +114,7 @@ def remember(
     temporary = f"{path}.{os.getpid()}"
     try:
         os.makedirs(state_dir, mode=0o700, exist_ok=True)
-        directory = os.lstat(state_dir)
-        if directory.st_uid != os.geteuid() or directory.st_mode & 0o022 or directory.st_mode & 0o170000 != 0o040000:
+        if not _own_directory(state_dir):
             return  # the fronts trust only their own user's directory: not one others could write into
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(temporary, flags, 0o644)
@@ -123,3 +131,75 @@ def remember(
             os.unlink(temporary)
         except OSError:
             pass
+
+
+def _own_directory(path: str) -> bool:
+    """This user's own directory, which no one else can write into."""
+    info = os.lstat(path)
+    return info.st_uid == os.geteuid() and not info.st_mode & 0o022 and info.st_mode & 0o170000 == 0o040000
+
+
+def _values(settings: Settings) -> dict[str, object]:
+    from nvidia_oci_hook.config import SETTINGS
+
+    return {key.attribute: getattr(settings, key.attribute) for key in SETTINGS}
+
+
+def recorded_settings(state_dir: str, config_file: str, named: bool, environ: dict[str, str]) -> Optional[Settings]:
+    """The settings the record holds for config_file, where they are what reading it would give: the record is
+    this user's own, in this user's own directory, the file's identity is the one recorded (a named file must
+    exist), and no setting comes from the environment."""
+    from nvidia_oci_hook.config import SETTINGS, Settings
+
+    if any(key.env in environ for key in SETTINGS):
+        return None
+    try:
+        if not _own_directory(state_dir):
+            return None
+        fd = os.open(os.path.join(state_dir, RECORD_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            info = os.fstat(fd)
+            if info.st_uid != os.geteuid() or info.st_mode & 0o170000 != 0o100000 or info.st_size > _RECORD_LIMIT:
+                return None
+            data = os.read(fd, _RECORD_LIMIT + 1)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    lines = data.decode("utf-8", "replace").split("\n")
+    if len(lines) != 9 or lines[6] != config_file or lines[8]:
+        return None
+    identity = file_identity(config_file)
+    if identity is None and named:
+        return None
+    try:
+        everything = jsoncodec.loads(lines[7])
+        if everything["identity"] != (list(identity) if identity else None):
+            return None
+        values = {
+            name: tuple(value) if isinstance(value, list) else value for name, value in everything["settings"].items()
+        }
+        return Settings(**values)
+    except (jsoncodec.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def load(config_path: Optional[str], state_dir: Optional[str]) -> tuple[Settings, list[str]]:
+    """The settings in force and the problems with them: from the record where it holds them unchanged, else
+    read from the configuration (leniently, as the runtime path must) and recorded for the next call.
+
+    state_dir is given by the sh fronts, which read the record there; without it, the file is simply read.
+    """
+    from nvidia_oci_hook.config import config_file, config_file_named, load_settings_leniently
+
+    if state_dir is None:
+        return load_settings_leniently(config_path)
+    environ = dict(os.environ)
+    settings_file = config_file(config_path, environ)
+    recorded = recorded_settings(state_dir, settings_file, config_file_named(config_path, environ), environ)
+    if recorded is not None:
+        return recorded, []
+    before = file_identity(settings_file)
+    settings, problems = load_settings_leniently(config_path)
+    remember(state_dir, settings_file, before, settings, problems, environ)
+    return settings, problems

@@ -13,7 +13,7 @@ import sys
 
 from nvidia_oci_hook import io
 from nvidia_oci_hook.engine import jsoncodec
-from nvidia_oci_hook.runtime import dispatch, logbook, messages
+from nvidia_oci_hook.runtime import dispatch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,17 +27,12 @@ USAGE = "usage: nvidia-oci-hook hook precreate|prestart|createRuntime  (the conf
 
 
 def _settings(config_path: Optional[str], state_dir: Optional[str]) -> tuple[Settings, Optional[str]]:
-    from nvidia_oci_hook.config import Settings, config_file, load_settings_leniently
+    from nvidia_oci_hook.config import Settings
 
-    environ = dict(os.environ)
-    settings_file = config_file(config_path, environ)
-    before = dispatch.file_identity(settings_file) if state_dir is not None else None
     try:
-        settings, problems = load_settings_leniently(config_path)
+        settings, problems = dispatch.load(config_path, state_dir)
     except Exception as exc:  # our own bug: the defaults still let the container start
         return Settings(), f"nvidia-oci-hook: configuration ignored: internal error: {type(exc).__name__}: {exc}"
-    if state_dir is not None:
-        dispatch.remember(state_dir, settings_file, before, settings, problems, environ)
     return settings, (f"nvidia-oci-hook: configuration ignored: {'; '.join(problems)}" if problems else None)
 
 
@@ -57,6 +52,10 @@ def precreate(raw: bytes, settings: Settings) -> tuple[bytes, Optional[str]]:
     except (UnicodeDecodeError, jsoncodec.JSONDecodeError):
         return raw, None  # podman's own runtime reports a config it cannot read
     result = plan(config, HostView("/"), settings)
+    if not (result.edits or result.findings):
+        return raw, None  # the common case: nothing to hand back but the input, nothing to log
+    from nvidia_oci_hook.runtime import logbook, messages
+
     container_id = None  # the config podman hands a precreate filter names no container
     entry = messages.log_entry(container_id, None, result.edits, result.findings)
     refusals = result.refusals(settings.policy_fail_on)
@@ -64,8 +63,7 @@ def precreate(raw: bytes, settings: Settings) -> tuple[bytes, Optional[str]]:
         message = messages.refusal(container_id, refusals)
         logbook.record(settings, "precreate", entry, message, error=True)
         return raw, message
-    if result.edits or result.findings:
-        logbook.record(settings, "precreate", entry, messages.headline(container_id, result))
+    logbook.record(settings, "precreate", entry, messages.headline(container_id, result))
     return (jsoncodec.dumps(result.config).encode("utf-8") if result.changed else raw), None
 
 
@@ -98,6 +96,8 @@ def guard(raw_state: bytes, settings: Settings) -> tuple[list[EngineFinding], Op
     findings = result.unapplied()
     if not findings:
         return [], None
+    from nvidia_oci_hook.runtime import logbook, messages
+
     entry = messages.log_entry(container_id, state["bundle"], [], findings)
     refusals = refusing(findings, settings.policy_fail_on)
     if refusals:

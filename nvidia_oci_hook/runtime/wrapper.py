@@ -183,20 +183,18 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
     """
     if args and args[0] == "--":
         args = args[1:]
-    from nvidia_oci_hook.config import Settings, config_file, load_settings_leniently
+    from nvidia_oci_hook.config import Settings
 
     invocation = parse_invocation(args)
-    environ = dict(os.environ)
-    settings_file = config_file(config_path, environ)
-    before = dispatch.file_identity(settings_file) if state_dir is not None else None
     problem = None
     try:
-        settings, problems = load_settings_leniently(config_path)
+        settings, problems = dispatch.load(config_path, state_dir)
         if problems:
             problem = f"nvidia-oci-hook: configuration ignored: {'; '.join(problems)}"
     except Exception as exc:  # our own bug: the defaults still let the container start
         settings = Settings()
         problem = f"nvidia-oci-hook: configuration ignored: internal error: {type(exc).__name__}: {exc}"
+    environ = dict(os.environ)
     runtime = find_runtime(settings.runtime_low_level, environ)
     if runtime is None:
         report_failure(
@@ -205,8 +203,6 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
             f"({environ.get('PATH') or _DEFAULT_PATH}); set runtime.low_level in the configuration",
         )
         return 1
-    if state_dir is not None:
-        dispatch.remember(state_dir, settings_file, before, settings, [problem] if problem else [], environ)
     if invocation.subcommand == "create":
         if problem is not None:
             report_failure(invocation, problem + "; the container's spec is not reconciled")
