@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.crio.go_values import go_key, go_key_part, table_header
-from nvidia_oci_hook.kinds.crio.key_table import CRIO_VERSION, REMOVED_KEYS, all_tables
+from nvidia_oci_hook.kinds.crio.key_table import CRIO_VERSION, REMOVED_KEYS, Table, TableMap, all_tables
 from nvidia_oci_hook.kinds.crio.merge import Origin, Unknown, split_pointer
 from nvidia_oci_hook.rules.base import Context
 from nvidia_oci_hook.rules.crio.config_view import crio_rule, view
@@ -52,6 +52,25 @@ def _table_fields(path: tuple[str, ...]) -> list[str]:
     return []
 
 
+def _table_fields_that_are_tables(path: tuple[str, ...]) -> list[str]:
+    for candidate, table in all_tables():
+        if candidate == path:
+            return [name for name, spec in table.fields.items() if isinstance(spec, (Table, TableMap))]
+    return []
+
+
+def meant_table(unknown: Unknown) -> Optional[tuple[str, ...]]:
+    """For a table of a misspelt name (`[crio.runtime.runtime.nvidia]`), the one it stands for, by the name of
+    a table the same table reads (`[crio.runtime.runtimes.nvidia]`); the innermost table along its first keys."""
+    if not unknown.is_table:
+        return None
+    sibling = _close(unknown.key, _table_fields_that_are_tables(unknown.table), 0.75)
+    if sibling is None:
+        return None
+    inner = split_pointer(unknown.at)
+    return (*inner[: len(unknown.table)], sibling, *inner[len(unknown.table) + 1 :])
+
+
 def _all_fields() -> list[str]:
     return sorted({name for _, table in all_tables() for name in table.fields})
 
@@ -70,6 +89,12 @@ def unknown_message(unknown: Unknown) -> tuple[str, str]:
     removed_key = (*unknown.table, unknown.key)
     if removed_key in REMOVED_KEYS:
         return f"{lead}: {REMOVED_KEYS[removed_key]}", f"delete {unknown.key}"
+    meant = meant_table(unknown)
+    if meant is not None:
+        sibling = meant[len(unknown.table)]
+        return f"{lead}: did you mean [{go_key((*unknown.table, sibling))}]?", (
+            f"write [{go_key(split_pointer(unknown.at))}] as [{go_key(meant)}]"
+        )
     homes = _homes(unknown.key, unknown.table)
     here = table_header(unknown.table) if unknown.table else "the top level"
     if homes:

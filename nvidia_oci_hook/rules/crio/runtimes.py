@@ -17,7 +17,7 @@ from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.crio.go_values import go_key
 from nvidia_oci_hook.kinds.crio.key_table import DEFAULT_RUNTIME_NAME
-from nvidia_oci_hook.kinds.crio.merge import CrioConfig
+from nvidia_oci_hook.kinds.crio.merge import CrioConfig, split_pointer
 from nvidia_oci_hook.rules.base import Context
 from nvidia_oci_hook.rules.crio.config_view import crio_rule, view
 from nvidia_oci_hook.rules.crio.known_names import ALLOWED_ANNOTATIONS
@@ -40,7 +40,8 @@ def default_runtime_undefined(value: Any, context: Context) -> Iterator[Problem]
     cri-o validates this while loading the configuration and refuses to start: `default_runtime set to
     "nvidia", but no runtime entry table [crio.runtime.runtimes.nvidia] was found`. It happens when the drop-in
     that defined the runtime is removed while another file still makes it the default, or when the runtime
-    table is misplaced and so ignored (CRO101).
+    table is misplaced and so ignored (CRO101): then the hint names the table as cri-o would read it, and a file
+    linted on its own is reported too.
 
     ## Example
     `/etc/crio/crio.conf.d/99-nvidia.toml` sets `default_runtime = "nvidia"`, and the `[crio.runtime.runtimes.nvidia]`
@@ -61,12 +62,20 @@ def default_runtime_undefined(value: Any, context: Context) -> Iterator[Problem]
     runtimes = config.runtimes()
     if name in runtimes:
         return
-    if current.collection is None and not isinstance(config.get("/crio/runtime/runtimes"), dict):
+    table = f"[crio.runtime.runtimes.{go_key([name])}]"
+    # The table written under a name cri-o does not read ([crio.runtime.runtime.nvidia], [crio.runtimes.nvidia]).
+    misplaced = [
+        unknown for unknown in config.unknown if unknown.is_table and split_pointer(unknown.at)[-1:] == [name]
+    ]
+    if misplaced:
+        hint = f"[{go_key(split_pointer(misplaced[0].at))}] is not read: write it as {table}"
+    elif current.collection is None and not isinstance(config.get("/crio/runtime/runtimes"), dict):
         # A file linted on its own that defines no runtime relies on another file for them.
         return
-    close = difflib.get_close_matches(name, list(runtimes), n=1, cutoff=0.6)
-    hint = f"add [crio.runtime.runtimes.{go_key([name])}] with its runtime_path, or set default_runtime to "
-    hint += f'"{close[0]}"' if close else "one of " + ", ".join(f'"{n}"' for n in sorted(runtimes))
+    else:
+        close = difflib.get_close_matches(name, list(runtimes), n=1, cutoff=0.6)
+        hint = f"add {table} with its runtime_path, or set default_runtime to "
+        hint += f'"{close[0]}"' if close else "one of " + ", ".join(f'"{n}"' for n in sorted(runtimes))
     yield current.problem(
         config.origin(pointer),
         f'cri-o refuses this configuration: default_runtime set to "{name}", but no runtime entry table '
