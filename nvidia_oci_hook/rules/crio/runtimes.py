@@ -64,9 +64,7 @@ def default_runtime_undefined(value: Any, context: Context) -> Iterator[Problem]
         return
     table = f"[crio.runtime.runtimes.{go_key([name])}]"
     # The table written under a name cri-o does not read ([crio.runtime.runtime.nvidia], [crio.runtimes.nvidia]).
-    misplaced = [
-        unknown for unknown in config.unknown if unknown.is_table and split_pointer(unknown.at)[-1:] == [name]
-    ]
+    misplaced = [unknown for unknown in config.unknown if unknown.is_table and split_pointer(unknown.at)[-1:] == [name]]
     if misplaced:
         hint = f"[{go_key(split_pointer(misplaced[0].at))}] is not read: write it as {table}"
     elif current.collection is None and not isinstance(config.get("/crio/runtime/runtimes"), dict):
