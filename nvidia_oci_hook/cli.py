@@ -119,6 +119,18 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     default=None,
     help="Lowest severity that makes the exit status 1 [default: error].",
 )
+@click.option(
+    "--cdi-library",
+    metavar="VERSION",
+    help="Judge CDI specs as this release of the CDI library reads them (0.5.2 to 1.1.0; 1.0 is 1.0.1).",
+)
+@click.option(
+    "--engine",
+    "engines",
+    multiple=True,
+    metavar="NAME=VERSION",
+    help="Judge CDI specs with the CDI library this engine release vendors: crio, containerd or podman (repeatable).",
+)
 @click.pass_context
 def lint(
     ctx: click.Context,
@@ -133,6 +145,8 @@ def lint(
     ignore: tuple[str, ...],
     output_format: str,
     fail_on: Optional[str],
+    cdi_library: Optional[str],
+    engines: tuple[str, ...],
 ) -> None:
     """Lint container specs and the documents that shape them; '-' reads standard input.
 
@@ -149,6 +163,7 @@ def lint(
         raise click.UsageError("give at least one PATH, '-', or --node")
     if node and offline:
         raise click.UsageError("--node reads the node: it cannot be --offline")
+    judges = _cdi_judges(cdi_library, engines)
     options = LintOptions(
         kind=kind,
         host_root=host_root,
@@ -159,6 +174,7 @@ def lint(
         ignore=_split_codes(ignore) if ignore else settings.ignore,
         node=node,
         settings=settings,
+        cdi_judges=judges,
     )
     if not offline and not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
@@ -171,6 +187,27 @@ def lint(
     threshold = Severity.parse(fail_on or settings.fail_on)
     failed = any(f.severity >= threshold for result in run.files for f in result.findings)
     ctx.exit(EXIT_FINDINGS if failed else EXIT_CLEAN)
+
+
+def _cdi_judges(cdi_library: Optional[str], engines: tuple[str, ...]) -> tuple[Any, ...]:
+    """The judges of CDI specs the options name; a usage error for a release no model has."""
+    from nvidia_oci_hook.kinds.cdi.releases import Judge, UnknownRelease, engine_judges, engine_key, library
+
+    if cdi_library and engines:
+        raise click.UsageError("give --cdi-library or --engine, not both: an engine release names its library")
+    try:
+        if cdi_library:
+            return (Judge(library(cdi_library)),)
+        pairs = []
+        for text in engines:
+            name, equals, version = text.partition("=")
+            key = engine_key(name)
+            if not equals or key is None or not version:
+                raise click.UsageError(f"--engine {text}: expected NAME=VERSION, NAME one of crio, containerd, podman")
+            pairs.append((key, version))
+        return engine_judges(pairs)
+    except UnknownRelease as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _is_directory(path: str) -> bool:

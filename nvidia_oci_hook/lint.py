@@ -12,6 +12,7 @@ from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Finding, Problem
 from nvidia_oci_hook.formats.parsing import LoadProblem
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
+from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for
 from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, parse_document
 from nvidia_oci_hook.kinds.schema import schema_problems
@@ -31,6 +32,8 @@ class LintOptions:
     node: bool = False
     # The engine's settings (CDI spec directories, annotation prefixes, policy) for the reconcile rules.
     settings: Optional[Settings] = None
+    # Who judges CDI specs (--cdi-library, --engine); none: the newest library release.
+    cdi_judges: tuple[Judge, ...] = ()
 
 
 @dataclass
@@ -151,7 +154,9 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     host = None if options.offline else HostView(options.host_root)
 
     def context_for() -> Context:
-        return Context(host=host, driver_roots=options.driver_roots, settings=options.settings)
+        return Context(
+            host=host, driver_roots=options.driver_roots, settings=options.settings, cdi_judges=options.cdi_judges
+        )
 
     def loader(path: str, kind: str) -> Document:
         return load_file(path, kind, options)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
+from nvidia_oci_hook.kinds.cdi.releases import Judge
 
 ANY_KIND = "*"
 
@@ -29,6 +30,9 @@ class Context:
     driver_roots: tuple[str, ...] = DEFAULT_DRIVER_ROOTS
     # The tool's configuration, for the rules that run the reconcile engine; None: the defaults.
     settings: Optional[Settings] = None
+    # The CDI library releases that judge a CDI spec (--cdi-library, --engine, the node's engines); none: the
+    # newest decides, and the rules say which older engine releases refuse a spec it loads.
+    cdi_judges: tuple[Judge, ...] = ()
     memo: dict[str, Any] = field(default_factory=dict)
 
     def cached(self, key: str, build: Callable[[], Any]) -> Any:

@@ -11,6 +11,7 @@ from typing import Any, Optional, Union
 from nvidia_oci_hook.findings import Finding
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 from nvidia_oci_hook.kinds.cdi.directories import read_spec_dirs
+from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.lint import LintOptions, ResultSet, active_rules, lint_collection, lint_paths, load_file
 from nvidia_oci_hook.rules.base import Context
 from tests.cdi.corpus import BINARIES, CDI_HOOK, DRIVER_VERSION, LIB, LIBRARIES, dump
@@ -35,19 +36,27 @@ def lint_dirs(
     host_root: Optional[Path] = None,
     driver_roots: tuple[str, ...] = DEFAULT_DRIVER_ROOTS,
     schema_only: bool = False,
+    judges: tuple[Judge, ...] = (),
 ) -> list[Finding]:
-    """Lint spec directories together, lowest priority first, as `lint --node` reads an engine's cdi_spec_dirs."""
+    """Lint spec directories together, lowest priority first, as `lint --node` reads an engine's cdi_spec_dirs;
+    judges: who judges the specs (default: the newest library)."""
     options = LintOptions(
         kind="cdi",
         offline=host_root is None,
         host_root=str(host_root) if host_root is not None else "/",
         driver_roots=driver_roots,
         schema_only=schema_only,
+        cdi_judges=judges,
     )
     host = None if host_root is None else HostView(str(host_root))
     collection = read_spec_dirs([str(d) for d in directories], lambda path, kind: load_file(path, kind, options))
     results = ResultSet()
-    lint_collection(collection, active_rules(options), lambda: Context(host=host, driver_roots=driver_roots), results)
+    lint_collection(
+        collection,
+        active_rules(options),
+        lambda: Context(host=host, driver_roots=driver_roots, cdi_judges=judges),
+        results,
+    )
     return [finding for result in results.sorted() for finding in result.findings]
 
 
@@ -64,6 +73,7 @@ def lint_spec(
     host_root: Optional[Path] = None,
     driver_roots: tuple[str, ...] = DEFAULT_DRIVER_ROOTS,
     schema_only: bool = False,
+    judges: tuple[Judge, ...] = (),
 ) -> list[Finding]:
     """Lint one spec, alone in a spec directory."""
     directory = tmp_path / "cdi"
@@ -71,7 +81,7 @@ def lint_spec(
         shutil.rmtree(directory)
     directory.mkdir()
     (directory / name).write_bytes(spec_bytes(spec, name.endswith(".yaml")))
-    return lint_dirs([directory], host_root, driver_roots, schema_only)
+    return lint_dirs([directory], host_root, driver_roots, schema_only, judges)
 
 
 # ---------------------------------------------------------------------------------------------------------------

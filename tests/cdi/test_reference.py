@@ -19,7 +19,7 @@ import pytest
 from nvidia_oci_hook.kinds.cdi.codes import TEXT
 from nvidia_oci_hook.kinds.cdi.directories import cache_devices, read_spec_dirs
 from nvidia_oci_hook.kinds.cdi.goyaml import refine_document
-from nvidia_oci_hook.kinds.cdi.specs_go import LIBRARY_RELEASE
+from nvidia_oci_hook.kinds.cdi.releases import Judge, library
 from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.kinds.document import Document
 from nvidia_oci_hook.lint import LintOptions, ResultSet, active_rules, lint_collection, lint_document, load_file
@@ -32,11 +32,18 @@ pytestmark = pytest.mark.runtime
 CORPUS = Path(__file__).parent / "corpus"
 MUTANTS = 500
 TEXT_MUTANTS = 250
-SCHEMA_ONLY = LintOptions(kind="cdi", offline=True, schema_only=True)
+# The release tests/cdi/setup.sh builds the reference against.
+REFERENCE = library("1.0.1")
+JUDGES = (Judge(REFERENCE),)
+SCHEMA_ONLY = LintOptions(kind="cdi", offline=True, schema_only=True, cdi_judges=JUDGES)
+
+
+def _context() -> Context:
+    return Context(cdi_judges=JUDGES)
 
 
 def test_reference_is_the_modelled_library_release() -> None:
-    assert reference_version().startswith(f"{LIBRARY_RELEASE}-")
+    assert reference_version().startswith(f"{REFERENCE.release}-")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +84,7 @@ def test_schema_only_errors_exactly_where_the_library_refuses(
 ) -> None:
     collection = read_spec_dirs([str(corpus[0].parent)], lambda path, kind: load_file(path, kind, SCHEMA_ONLY))
     results = ResultSet()
-    lint_collection(collection, active_rules(SCHEMA_ONLY), Context, results)
+    lint_collection(collection, active_rules(SCHEMA_ONLY), _context, results)
     errors = {result.path: [f for f in result.findings if f.severity.label == "error"] for result in results.sorted()}
     disagreements = [
         (path.name, verdicts[str(path)], [(f.code, f.message) for f in errors.get(str(path), [])][:2])
@@ -101,7 +108,7 @@ def test_first_problem_quotes_the_library_error(
         document = documents[str(path)][1]
         if verdict["ok"] or not document.parsed or any(p.code in (TEXT, "DOC002") for p in document.load_problems):
             continue  # text-level refusals: goyaml.v2's messages carry its own line numbers
-        assert analyse(document.value).library_error == library_error_text(verdict, path), path.name
+        assert analyse(document.value, REFERENCE).library_error == library_error_text(verdict, path), path.name
         compared += 1
     assert compared > 300
 
@@ -117,7 +124,7 @@ def test_single_files_agree_too_where_nothing_needs_the_text(
         plain, refined = documents[str(path)]
         if plain.load_problems != refined.load_problems or plain.value != refined.value:
             continue
-        findings = lint_document(plain, rules, Context())
+        findings = lint_document(plain, rules, _context())
         assert any(f.severity.label == "error" for f in findings) != verdicts[str(path)]["ok"], path.name
         checked += 1
     assert checked > 0.5 * len(corpus)
@@ -148,7 +155,7 @@ def test_spec_directories_resolve_as_the_cache_does(tmp_path: Path) -> None:
     os.symlink(scenarios[1][0], linked)
     scenarios.append([linked, scenarios[1][1]])
     conflicts_seen = 0
-    options = LintOptions(kind="cdi", offline=True)
+    options = LintOptions(kind="cdi", offline=True, cdi_judges=JUDGES)
 
     def loader(path: str, kind: str) -> Document:
         return load_file(path, kind, options)
@@ -156,11 +163,11 @@ def test_spec_directories_resolve_as_the_cache_does(tmp_path: Path) -> None:
     for directories in scenarios:
         reference = reference_dirs(directories)
         collection = read_spec_dirs([str(d) for d in directories], loader)
-        resolved = {name: definition.path for name, definition in cache_devices(collection).items()}
+        resolved = {name: definition.path for name, definition in cache_devices(collection, REFERENCE).items()}
         assert resolved == reference["devices"], directories
         conflicted = {path for path, errors in reference["errors"].items() if any("conflicting" in e for e in errors)}
         results = ResultSet()
-        lint_collection(collection, active_rules(options), Context, results)
+        lint_collection(collection, active_rules(options), _context, results)
         flagged = {f.path for result in results.sorted() for f in result.findings if f.code == "CDI201"}
         flagged_same_dir = {
             path for path in flagged if any(json.dumps(path) in e for es in reference["errors"].values() for e in es)

@@ -13,11 +13,16 @@ from typing import Any, Callable, Optional, Union
 
 import pytest
 
+from nvidia_oci_hook.kinds.cdi.releases import Judge, library
 from nvidia_oci_hook.rules.base import all_rules
 from tests.cdi.support import driver_on_host, lint_dirs, lint_spec, spec_bytes
 from tests.helpers import FakeHost, codes
 
 CTL = {"path": "/dev/nvidiactl"}
+# Library v1.0.1 alone; and on behalf of an engine release, which leaves the other releases out of it.
+V101 = (Judge(library("1.0.1")),)
+CONTAINERD_2_1 = (Judge(library("1.0.1"), ("containerd 2.1.4",)),)
+CONTAINERD_2_2 = (Judge(library("1.1.0"), ("containerd 2.2.1",)),)
 
 
 def gpu(name: str = "0", *nodes: dict[str, Any], **edits: Any) -> dict[str, Any]:
@@ -57,6 +62,8 @@ class Case:
     host: Optional[Callable[[FakeHost], Any]] = None
     name: str = "spec.json"
     id: str = ""
+    # Who judges (default: the newest library, with CDI107 and CDI109 on the other releases).
+    judges: tuple[Judge, ...] = ()
 
 
 CLEAN = spec()
@@ -79,13 +86,13 @@ CASES = [
     Case("CDI002", with_key(CLEAN, "devices/0/containerEdits/deviceNodes/0", "readOnly", True),
          with_key(CLEAN, "devices/0/containerEdits/deviceNodes/0", "HostPath", "/dev/nvidia0")),
     Case("CDI002", with_key(CLEAN, "devices/0/containerEdits", "netDevices", [{"hostInterfaceName": "e", "name": "n"}]),
-         CLEAN, id="net-devices"),
+         CLEAN, id="net-devices", judges=V101),
     Case("CDI003", with_key(CLEAN, "devices/0/containerEdits/deviceNodes/0", "major", "195"),
          with_key(CLEAN, "devices/0/containerEdits/deviceNodes/0", "major", 195.0)),
     Case("CDI003", b"[]", CLEAN, id="not-an-object"),
     Case("CDI003", b"major: .nan\n", CLEAN, name="spec.yaml", id="nan"),
-    Case("CDI004", spec(version="0.5"), spec(version="v0.5.0")),
-    Case("CDI004", spec(version="1.1.0"), spec(version="0.5.0"), id="v1.1.0"),
+    Case("CDI004", spec(version="0.5"), spec(version="v0.5.0"), judges=CONTAINERD_2_1),
+    Case("CDI004", spec(version="1.1.0"), spec(version="0.5.0"), id="v1.1.0", judges=V101),
     Case("CDI005", spec(gpu("0"), version="0.4.0"), spec(gpu("gpu0", {"path": "/dev/nvidia0"}), version="0.4.0")),
     Case("CDI005", spec(kind="nvidia.com/gpu.mig"), spec(kind="nvidia.com/gpu-mig"), id="dot-in-class"),
     Case("CDI006", spec(kind="nvidia.com"), spec(kind="nvidia.com/gpu")),
@@ -103,7 +110,10 @@ CASES = [
          spec(hooks=[{"hookName": "createContainer", "path": "/usr/bin/nvidia-cdi-hook"}])),
     Case("CDI014", spec(mounts=[{**MOUNT, "hostPath": ""}]), spec(mounts=[MOUNT])),
     Case("CDI015", spec(gpu("0", intelRdt={"closID": "a/b"}), version="0.7.0"),
-         spec(gpu("0", intelRdt={"closID": "ab"}), version="0.7.0")),
+         spec(gpu("0", intelRdt={"closID": "ab"}), version="0.7.0"), judges=CONTAINERD_2_1),
+    Case("CDI018", spec(gpu("0", netDevices=[{"hostInterfaceName": "eth1", "name": ""}]), version="1.1.0"),
+         spec(gpu("0", netDevices=[{"hostInterfaceName": "eth1", "name": "net1"}]), version="1.1.0"),
+         judges=CONTAINERD_2_2),
     Case("CDI016", b"cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: '0'\n  containerEdits:\n"
          b"    deviceNodes:\n    - path: /dev/nvidia0\n    -\n"
          b"containerEdits:\n  deviceNodes: [{path: /dev/nvidiactl}]\n",
@@ -131,9 +141,12 @@ CASES = [
          spec(gpu("0"), gpu("all", {"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0})), id="numbers"),
     Case("CDI106", with_key(spec(), "", "containerEdits", {"env": ["A=1"]}), spec()),
     Case("CDI107", spec(gpu("0", intelRdt={"closID": "gpu", "enableCMT": True}), version="0.7.0"),
-         spec(gpu("0", intelRdt={"closID": "gpu"}), version="0.7.0")),
-    Case("CDI108", spec(version="1.0.0"), spec(version="0.5.0")),
-    Case("CDI108", spec(version="0.7.0"), spec(gpu("0", intelRdt={"closID": "gpu"}), version="0.7.0"), id="0.7.0"),
+         spec(version="0.5.0"), judges=V101),
+    Case("CDI108", spec(version="1.0.0"), spec(version="0.5.0"), judges=CONTAINERD_2_1),
+    Case("CDI108", spec(version="0.7.0"), spec(gpu("0", intelRdt={"closID": "gpu"}), version="0.7.0"), id="0.7.0",
+         judges=CONTAINERD_2_1),
+    Case("CDI109", spec(version="1.1.0"), spec(version="0.5.0")),
+    Case("CDI109", spec(gpu("0", intelRdt={"closID": "gpu"}), version="0.7.0"), spec(), id="intel-rdt"),
 ]  # fmt: skip
 
 
@@ -146,7 +159,7 @@ def _lint(tmp_path: Path, value: Spec, case: Case, fake_host: FakeHost) -> list[
     if case.host is not None:
         case.host(fake_host)
         host_root = fake_host.root
-    return codes(lint_spec(tmp_path, value, case.name, host_root=host_root))
+    return codes(lint_spec(tmp_path, value, case.name, host_root=host_root, judges=case.judges))
 
 
 @pytest.mark.root

@@ -1,5 +1,7 @@
-"""CDI specs as container-device-interface v1.0.1, the CDI library engines vendor, reads them; one module per concern:
+"""CDI specs as each release of container-device-interface, the CDI library engines vendor, reads them; one module
+per concern:
 
+releases: the library releases modelled and where each differs, which engine releases vendor which, judges
 codes: the names of the cdi and cdi-dirs kinds, and the codes of the rules that report why the library refuses a spec
 goformat: Go's formatting (strconv.Quote, FormatFloat, encoding/json floats) where the library's messages depend on it
 names: the library's vendor, class and device name checks (pkg/parser), with its error texts

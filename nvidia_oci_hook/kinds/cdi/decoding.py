@@ -13,7 +13,8 @@ from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.formats.leanyaml import INT64_MAX, INT64_MIN, UINT64_MAX
 from nvidia_oci_hook.kinds.cdi.codes import UNKNOWN_FIELD, WRONG_TYPE
 from nvidia_oci_hook.kinds.cdi.goformat import go_format_float32, go_json_float, go_quote
-from nvidia_oci_hook.kinds.cdi.specs_go import ADDED_IN_1_1, GoStruct, GoType, match_field
+from nvidia_oci_hook.kinds.cdi.releases import Library
+from nvidia_oci_hook.kinds.cdi.specs_go import FIELD_HISTORY, GoStruct, GoType, match_field
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ def _json_kind(value: Any) -> str:
 class _Decoder:
     """encoding/json with DisallowUnknownFields into the specs-go types; keeps every error, first one first."""
 
-    def __init__(self) -> None:
+    def __init__(self, library: Library) -> None:
+        self.library = library
         self.problems: list[LibraryProblem] = []
 
     def error(self, code: str, pointer: str, message: str, library: str, hint: Optional[str] = None) -> None:
@@ -228,15 +230,22 @@ class _Decoder:
         where = pointer_join(pointer, key)
         library = f"json: unknown field {go_quote(key)}"
         name = struct_type.short
-        if key in ADDED_IN_1_1.get(name, ()):
-            self.error(
-                UNKNOWN_FIELD,
-                where,
-                f"{key} is a field of CDI spec 1.1.0 (library v1.1.0); library v1.0.x, which engines vendor "
-                f"today, does not know it",
-                library,
-                "drop the field, or run only engines built with container-device-interface v1.1.0 or later",
-            )
+        history = next(
+            (found for (owner, field_name), found in FIELD_HISTORY.items() if owner == name and field_name == key),
+            None,
+        )
+        if history is not None:
+            change, release = history
+            if change == "added":
+                message = (
+                    f"{key} is a field of CDI spec {release} (library v{release} on); library v{self.library.release}"
+                )
+                message += " does not know it"
+                hint = f"drop the field, or run only engines built with container-device-interface v{release} or later"
+            else:
+                message = f"{key} was removed in library v{release}: library v{self.library.release} does not know it"
+                hint = "drop the field" + (", and use enableMonitoring" if name == "IntelRdt" else "")
+            self.error(UNKNOWN_FIELD, where, message, library, hint)
             return
         known = [field_name for field_name, _ in struct_type.fields]
         close = _closest(key, known)

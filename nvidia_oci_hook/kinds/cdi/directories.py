@@ -14,6 +14,7 @@ from nvidia_oci_hook.io import ReadError
 from nvidia_oci_hook.kinds.cdi.codes import CDI, CDI_DIRS, TEXT
 from nvidia_oci_hook.kinds.cdi.goyaml import refine_document
 from nvidia_oci_hook.kinds.cdi.names import parse_qualifier
+from nvidia_oci_hook.kinds.cdi.releases import NEWEST, Library
 from nvidia_oci_hook.kinds.cdi.specs_go import GoStruct
 from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.kinds.cdinames import cache_winners
@@ -164,15 +165,15 @@ class Definition:
     pointer: str
 
 
-def definitions(collection: SpecCollection) -> list[Definition]:
-    """Every device of every spec the library loads, in the order its scan meets them."""
+def definitions(collection: SpecCollection, library: Library = NEWEST) -> list[Definition]:
+    """Every device of every spec the library release loads, in the order its scan meets them."""
     result = []
     for document in collection.documents:
         if not document.parsed or any(
             problem.code in ("DOC001", "DOC002", "DOC003", "DOC004", TEXT) for problem in document.load_problems
         ):
             continue
-        analysis = analyse(document.value)
+        analysis = analyse(document.value, library)
         if not analysis.loads or analysis.spec is None:
             continue
         vendor, cls = parse_qualifier(analysis.spec.text("kind"))
@@ -185,6 +186,6 @@ def definitions(collection: SpecCollection) -> list[Definition]:
     return result
 
 
-def cache_devices(collection: SpecCollection) -> dict[str, Definition]:
-    """The devices the CDI cache resolves (Cache.refresh)."""
-    return cache_winners((d.name, d.priority, d) for d in definitions(collection))
+def cache_devices(collection: SpecCollection, library: Library = NEWEST) -> dict[str, Definition]:
+    """The devices the CDI cache of the library release resolves (Cache.refresh)."""
+    return cache_winners((d.name, d.priority, d) for d in definitions(collection, library))

@@ -46,6 +46,26 @@ def vendor_or_class_error(name: str) -> Optional[str]:
     return None
 
 
+def legacy_vendor_or_class_error(name: str, what: str) -> Optional[str]:
+    """The same check in library 0.5.x (pkg/cdi/qualified-device.go), whole texts of its own, what "vendor" or
+    "class"; a class there may not hold '.'. Raises NamePanic."""
+    noun = "vendor name" if what == "vendor" else "device class"
+    if not name:
+        return f"invalid (empty) {noun}"
+    raw = name.encode("utf-8", "surrogatepass")
+    if not _is_letter(raw[0]):
+        return f"invalid {what} {go_quote(name)}, should start with letter"
+    if len(raw) == 1:
+        raise NamePanic("runtime error: slice bounds out of range [1:0]")
+    allowed = "_-." if what == "vendor" else "_-"
+    for char in _middle(name):
+        if not (_is_alnum(ord(char)) or char in allowed):
+            return f"invalid character '{char}' in {noun} {go_quote(name)}"
+    if not _is_alnum(raw[-1]):
+        return f"invalid {what} {go_quote(name)}, should end with a letter or digit"
+    return None
+
+
 def device_name_error(name: str) -> Optional[str]:
     """pkg/parser ValidateDeviceName: the library's error text, or None."""
     if not name:

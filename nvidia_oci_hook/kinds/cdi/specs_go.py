@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from nvidia_oci_hook.formats.jsontext import pointer_join
+from nvidia_oci_hook.kinds.cdi.releases import EARLIEST_SPEC_VERSION, NEWEST, RELEASES, Library
 
 # ---------------------------------------------------------------------------------------------------------------
 # Types (specs-go/config.go), as encoding/json decodes into them
@@ -68,37 +69,66 @@ MOUNT = _struct("Mount", ("hostPath", STRING), ("containerPath", STRING), ("opti
 HOOK = _struct(
     "Hook", ("hookName", STRING), ("path", STRING), ("args", STRINGS), ("env", STRINGS), ("timeout", _ptr(INT))
 )
-INTEL_RDT = _struct(
-    "IntelRdt",
-    ("closID", STRING),
-    ("l3CacheSchema", STRING),
-    ("memBwSchema", STRING),
-    ("enableCMT", BOOL),
-    ("enableMBM", BOOL),
-)
-CONTAINER_EDITS = _struct(
-    "ContainerEdits",
-    ("env", STRINGS),
-    ("deviceNodes", _slice(_ptr(DEVICE_NODE))),
-    ("hooks", _slice(_ptr(HOOK))),
-    ("mounts", _slice(_ptr(MOUNT))),
-    ("intelRdt", _ptr(INTEL_RDT)),
-    ("additionalGids", _slice(UINT32)),
-)
+_RDT_COMMON = (("closID", STRING), ("l3CacheSchema", STRING), ("memBwSchema", STRING))
+INTEL_RDT = _struct("IntelRdt", *_RDT_COMMON, ("enableCMT", BOOL), ("enableMBM", BOOL))
+INTEL_RDT_1_1 = _struct("IntelRdt", *_RDT_COMMON, ("schemata", STRINGS), ("enableMonitoring", BOOL))
+NET_DEVICE = _struct("LinuxNetDevice", ("hostInterfaceName", STRING), ("name", STRING))
 ANNOTATIONS = GoType("map", "map[string]string", STRING)
-DEVICE = _struct("Device", ("name", STRING), ("annotations", ANNOTATIONS), ("containerEdits", CONTAINER_EDITS))
-SPEC = _struct(
-    "Spec",
-    ("cdiVersion", STRING),
-    ("kind", STRING),
-    ("annotations", ANNOTATIONS),
-    ("devices", _slice(DEVICE)),
-    ("containerEdits", CONTAINER_EDITS),
-)
 
-# Fields that library v1.1.0 added (refused as unknown by v1.0.x) or removed (unknown to v1.1.0).
-ADDED_IN_1_1 = {"ContainerEdits": ("netDevices",), "IntelRdt": ("schemata", "enableMonitoring")}
-REMOVED_IN_1_1 = {"IntelRdt": ("enableCMT", "enableMBM")}
+
+@dataclass(frozen=True)
+class SpecTypes:
+    """The specs-go types of one library release."""
+
+    spec: GoType
+    device: GoType
+
+
+def _spec_types(library: Library) -> SpecTypes:
+    edits: list[tuple[str, GoType]] = [
+        ("env", STRINGS),
+        ("deviceNodes", _slice(_ptr(DEVICE_NODE))),
+        ("hooks", _slice(_ptr(HOOK))),
+        ("mounts", _slice(_ptr(MOUNT))),
+    ]
+    if library.intel_rdt:
+        edits.append(("intelRdt", _ptr(INTEL_RDT_1_1 if library.net_devices else INTEL_RDT)))
+        edits.append(("additionalGids", _slice(UINT32)))
+    if library.net_devices:
+        edits.append(("netDevices", _slice(_ptr(NET_DEVICE))))
+    container_edits = _struct("ContainerEdits", *edits)
+    annotations = [("annotations", ANNOTATIONS)] if library.annotations else []
+    device = _struct("Device", ("name", STRING), *annotations, ("containerEdits", container_edits))
+    spec = _struct(
+        "Spec",
+        ("cdiVersion", STRING),
+        ("kind", STRING),
+        *annotations,
+        ("devices", _slice(device)),
+        ("containerEdits", container_edits),
+    )
+    return SpecTypes(spec, device)
+
+
+_TYPES = {library.release: _spec_types(library) for library in RELEASES}
+
+
+def spec_types(library: Library) -> SpecTypes:
+    return _TYPES[library.release]
+
+
+# Where a field entered or left the library: (struct, field) -> ("added" or "removed", release).
+FIELD_HISTORY = {
+    ("Spec", "annotations"): ("added", "0.6.0"),
+    ("Device", "annotations"): ("added", "0.6.0"),
+    ("ContainerEdits", "intelRdt"): ("added", "0.7.0"),
+    ("ContainerEdits", "additionalGids"): ("added", "0.7.0"),
+    ("ContainerEdits", "netDevices"): ("added", "1.1.0"),
+    ("IntelRdt", "schemata"): ("added", "1.1.0"),
+    ("IntelRdt", "enableMonitoring"): ("added", "1.1.0"),
+    ("IntelRdt", "enableCMT"): ("removed", "1.1.0"),
+    ("IntelRdt", "enableMBM"): ("removed", "1.1.0"),
+}
 
 
 def _fold_char(char: str) -> str:
@@ -149,26 +179,21 @@ class GoStruct:
         return self.pointers.get(name, pointer_join(self.pointer, name))
 
 
+EARLIEST_VERSION = EARLIEST_SPEC_VERSION
+
 # ---------------------------------------------------------------------------------------------------------------
-# Versions (specs-go/version.go)
-
-# The library release modelled.
-LIBRARY_RELEASE = "1.0.1"
-
-# Spec versions each library release knows (specs-go/version.go): release X.Y knows every version up to X.Y.0.
-SPEC_VERSIONS = ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0")
-NEWER_SPEC_VERSIONS = ("1.1.0",)  # known to library v1.1.0, refused as unknown by v1.0.x
-EARLIEST_VERSION = "0.3.0"
+# Versions (specs-go/version.go; pkg/cdi/version.go before 1.0.0)
 
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-def known_version(version: str) -> Optional[str]:
-    """The canonical version the library takes version for ("v0.5.0" is 0.5.0), or None if it is unknown."""
-    canonical = version[1:] if version.startswith("v") else version
-    return canonical if canonical in SPEC_VERSIONS else None
+def known_version(version: str, library: Library = NEWEST) -> Optional[str]:
+    """The canonical version the library takes version for ("v0.5.0" is 0.5.0 from 0.5.4 on), or None if it is
+    unknown to that release."""
+    canonical = version[1:] if version.startswith("v") and library.v_prefix else version
+    return canonical if canonical in library.spec_versions else None
 
 
 @dataclass(frozen=True)
@@ -178,8 +203,8 @@ class Feature:
     what: str
 
 
-def required_features(spec: GoStruct) -> list[Feature]:
-    """Every use of a field or name form that needs a spec version above 0.3.0."""
+def required_features(spec: GoStruct, library: Library = NEWEST) -> list[Feature]:
+    """Every use of a field or name form that needs a spec version above 0.3.0, as the release counts them."""
     features: list[Feature] = []
     devices = [device for device in spec.items_of("devices") if isinstance(device, GoStruct)]
     for container_edits in [spec.get("containerEdits")] + [device.get("containerEdits") for device in devices]:
@@ -195,23 +220,40 @@ def required_features(spec: GoStruct) -> list[Feature]:
             features.append(Feature("0.7.0", container_edits.at("intelRdt"), "intelRdt"))
         if container_edits.items_of("additionalGids"):
             features.append(Feature("0.7.0", container_edits.at("additionalGids"), "additionalGids"))
+        if container_edits.items_of("netDevices"):
+            features.append(Feature("1.1.0", container_edits.at("netDevices"), "netDevices"))
+        rdt = container_edits.get("intelRdt")
+        if isinstance(rdt, GoStruct):
+            if rdt.get("schemata") is not None:
+                features.append(Feature("1.1.0", rdt.at("schemata"), "intelRdt.schemata"))
+            if rdt.get("enableMonitoring") is True:
+                features.append(Feature("1.1.0", rdt.at("enableMonitoring"), "intelRdt.enableMonitoring"))
     for device in devices:
         name = device.text("name")
-        if name[:1].isascii() and name[:1].isdigit():
-            features.append(Feature("0.5.0", device.at("name"), f"a device name starting with a digit ({name!r})"))
+        first = name[:1]
+        if library.name_needs_letter:
+            needs = not (first.isascii() and first.isalpha())
+            what = f"a device name not starting with a letter ({name!r})"
+        else:
+            needs = first.isascii() and first.isdigit()
+            what = f"a device name starting with a digit ({name!r})"
+        if needs:
+            features.append(Feature("0.5.0", device.at("name"), what))
         if device.get("annotations"):
             features.append(Feature("0.6.0", device.at("annotations"), "device annotations"))
     if spec.get("annotations"):
         features.append(Feature("0.6.0", spec.at("annotations"), "spec annotations"))
     kind = spec.text("kind")
-    if "/" in kind and "." in kind.split("/", 1)[1]:
-        features.append(Feature("0.6.0", spec.at("kind"), f"a '.' in the class ({kind.split('/', 1)[1]!r})"))
+    if library.annotations and "/" in kind:
+        vendor, cls = kind.split("/", 1)
+        if "." in cls and ((vendor and cls) or not library.dotted_class_needs_vendor):
+            features.append(Feature("0.6.0", spec.at("kind"), f"a '.' in the class ({cls!r})"))
     return features
 
 
-def minimum_version(spec: GoStruct) -> str:
-    """specs-go MinimumRequiredVersion."""
-    versions = [EARLIEST_VERSION] + [feature.version for feature in required_features(spec)]
+def minimum_version(spec: GoStruct, library: Library = NEWEST) -> str:
+    """MinimumRequiredVersion, as the release computes it."""
+    versions = [EARLIEST_VERSION] + [feature.version for feature in required_features(spec, library)]
     return max(versions, key=_version_key)
 
 

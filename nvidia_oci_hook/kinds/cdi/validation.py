@@ -1,7 +1,8 @@
 """CDI specs: every reason the CDI Go library refuses one, in the order it meets them (`analyse`).
 
-The reference is tags.cncf.io/container-device-interface at release 1.0.1 (the release current engines vendor,
-and the one Debian packages; tests/cdi builds it and holds this package to its verdict). Reading a spec there is:
+The model is tags.cncf.io/container-device-interface at each release in releases.py; `analyse` takes the release
+(the newest by default). Release 1.0.1 is the one Debian packages: tests/cdi builds it and holds this package to
+its verdict. Reading a spec is, in every release:
 
 1. sigs.k8s.io/yaml.UnmarshalStrict: the text (JSON or YAML, whatever the file name) is parsed as YAML 1.1 by
    goyaml.v2 (duplicate keys refused), converted to JSON (numbers and booleans become strings where the target
@@ -30,6 +31,7 @@ from nvidia_oci_hook.kinds.cdi.codes import (
     BAD_INTEL_RDT,
     BAD_KIND,
     BAD_MOUNT,
+    BAD_NET_DEVICE,
     DUPLICATE_DEVICE,
     EMPTY_EDITS,
     NO_DEVICES,
@@ -40,19 +42,22 @@ from nvidia_oci_hook.kinds.cdi.codes import (
 )
 from nvidia_oci_hook.kinds.cdi.decoding import LibraryProblem, _closest, _ConversionError, _convert, _Decoder
 from nvidia_oci_hook.kinds.cdi.goformat import go_quote
-from nvidia_oci_hook.kinds.cdi.names import NamePanic, device_name_error, parse_qualifier, vendor_or_class_error
+from nvidia_oci_hook.kinds.cdi.names import (
+    NamePanic,
+    device_name_error,
+    legacy_vendor_or_class_error,
+    parse_qualifier,
+    vendor_or_class_error,
+)
+from nvidia_oci_hook.kinds.cdi.releases import NEWEST, RELEASES, Library
 from nvidia_oci_hook.kinds.cdi.specs_go import (
-    DEVICE,
     EARLIEST_VERSION,
-    LIBRARY_RELEASE,
-    NEWER_SPEC_VERSIONS,
-    SPEC,
-    SPEC_VERSIONS,
     GoStruct,
     _version_key,
     known_version,
     minimum_version,
     required_features,
+    spec_types,
 )
 
 HOOK_NAMES = ("prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop")
@@ -84,7 +89,8 @@ _INVALID = "invalid CDI Spec: "
 
 
 class _Validator:
-    def __init__(self) -> None:
+    def __init__(self, library: Library) -> None:
+        self.library = library
         self.problems: list[LibraryProblem] = []
         self.null_entries: set[str] = set()
 
@@ -101,25 +107,26 @@ class _Validator:
 
     def version(self, spec: GoStruct) -> bool:
         version = spec.text("cdiVersion")
-        if known_version(version) is None:
-            newer = version.lstrip("v") in NEWER_SPEC_VERSIONS
+        library = self.library
+        if known_version(version, library) is None:
+            newer = [found for found in RELEASES if known_version(version, found) is not None]
             self.add(
                 UNKNOWN_VERSION,
                 spec.at("cdiVersion"),
                 f"cdiVersion {go_quote(version)} is "
-                + ("a version only library v1.1.0 knows" if newer else "not a CDI spec version")
-                + f"; library v{LIBRARY_RELEASE} accepts {EARLIEST_VERSION} to {SPEC_VERSIONS[-1]}",
+                + (f"a version only library v{newer[0].release} and later know" if newer else "not a CDI spec version")
+                + f"; library v{library.release} accepts {EARLIEST_VERSION} to {library.newest_spec_version}",
                 f"{_INVALID}invalid version {go_quote(version)}",
-                "set cdiVersion to the version the fields need: " + minimum_version(spec),
+                "set cdiVersion to the version the fields need: " + minimum_version(spec, library),
             )
             return False
         return True
 
     def minimum(self, spec: GoStruct) -> None:
-        version = known_version(spec.text("cdiVersion"))
+        version = known_version(spec.text("cdiVersion"), self.library)
         assert version is not None
-        features = required_features(spec)
-        needed = minimum_version(spec)
+        features = required_features(spec, self.library)
+        needed = minimum_version(spec, self.library)
         if _version_key(needed) <= _version_key(version):
             return
         uses = [feature for feature in features if feature.version == needed]
@@ -146,7 +153,12 @@ class _Validator:
         devices = [device for device in spec.items_of("devices") if isinstance(device, GoStruct)]
         edits = [device.get("containerEdits") for device in devices] + [spec.get("containerEdits")]
         blocks = [block for block in edits if isinstance(block, GoStruct)]
-        digit_name = any(device.text("name")[:1] in tuple("0123456789") for device in devices)
+        if self.library.name_needs_letter:
+            digit_name = any(
+                not (device.text("name")[:1].isascii() and device.text("name")[:1].isalpha()) for device in devices
+            )
+        else:
+            digit_name = any(device.text("name")[:1] in tuple("0123456789") for device in devices)
         walks = [("mounts", "type")] if digit_name else [("mounts", "type"), ("deviceNodes", "hostPath")]
         for list_name, field_name in walks:
             for block in blocks:
@@ -180,7 +192,12 @@ class _Validator:
         vendor, cls = parse_qualifier(kind)
         for part, what in ((vendor, "vendor"), (cls, "class")):
             try:
-                error = vendor_or_class_error(part)
+                if self.library.legacy_texts:
+                    error = legacy_vendor_or_class_error(part, what)
+                    message = error
+                else:
+                    error = vendor_or_class_error(part)
+                    message = f"invalid {what}. {error}"
             except NamePanic as panic:
                 self.add(
                     BAD_KIND,
@@ -194,7 +211,6 @@ class _Validator:
                 )
                 return
             if error is not None:
-                message = f"invalid {what}. {error}"
                 self.add(
                     BAD_KIND,
                     spec.at("kind"),
@@ -202,7 +218,8 @@ class _Validator:
                     + ("" if "/" in kind else " (kind must be vendor/class, e.g. nvidia.com/gpu)"),
                     f"{_INVALID}{message}",
                     "write kind as vendor/class: letters, digits, '_', '-', '.', starting with a letter and "
-                    "ending with a letter or digit, e.g. nvidia.com/gpu",
+                    "ending with a letter or digit, e.g. nvidia.com/gpu"
+                    + (" (library 0.5 takes no '.' in the class)" if self.library.legacy_texts else ""),
                 )
                 return
 
@@ -250,15 +267,62 @@ class _Validator:
         rdt = edits.get("intelRdt")
         if isinstance(rdt, GoStruct):
             clos = rdt.text("closID")
-            if len(clos.encode("utf-8", "surrogatepass")) >= 4096 or clos in (".", "..") or set(clos) & {"/", "\n"}:
+            root = clos == "/" and self.library.root_clos
+            bad = len(clos.encode("utf-8", "surrogatepass")) >= 4096 or clos in (".", "..") or set(clos) & {"/", "\n"}
+            if bad and not root:
                 self.add(
                     BAD_INTEL_RDT,
                     rdt.at("closID"),
                     f"intelRdt.closID {go_quote(clos)} of {device} is not a valid file name (no '/', newline, "
                     "'.' or '..', under 4096 bytes)",
                     f"{wrap}invalid ClosID",
-                    "use a plain name for the resctrl group, e.g. gpu-workloads",
+                    "use a plain name for the resctrl group, e.g. gpu-workloads"
+                    + (", or / for the root group" if self.library.root_clos else ""),
                 )
+        self.net_devices(edits, wrap, device)
+
+    def net_devices(self, edits: GoStruct, wrap: str, device: str) -> None:
+        """Library 1.1.0's ValidateNetDevices: every entry named on both sides, no name twice."""
+        by_host: dict[str, str] = {}
+        by_name: dict[str, str] = {}
+        for index, entry in enumerate(edits.items_of("netDevices")):
+            pointer = f"{edits.at('netDevices')}/{index}"
+            if entry is None:
+                self.null_entry(pointer, "netDevices")
+                return
+            host, name = entry.text("hostInterfaceName"), entry.text("name")
+            for key, value, field_name in (("hostInterfaceName", host, "HostInterfaceName"), ("name", name, "Name")):
+                if not value:
+                    self.add(
+                        BAD_NET_DEVICE,
+                        entry.at(key) if key in entry.pointers else pointer,
+                        f"a netDevices entry of {device} has an empty {key}",
+                        f"{wrap}invalid linux net device, empty {field_name}",
+                        f"give the entry its {key}",
+                    )
+                    return
+            if host in by_host:
+                self.add(
+                    BAD_NET_DEVICE,
+                    entry.at("hostInterfaceName"),
+                    f"netDevices of {device} move host interface {go_quote(host)} twice",
+                    f"{wrap}invalid linux net device, duplicate HostInterfaceName {go_quote(host)} with names "
+                    f"{go_quote(name)} and {go_quote(by_host[host])}",
+                    "move each host interface into the container once",
+                )
+                return
+            if name in by_name:
+                self.add(
+                    BAD_NET_DEVICE,
+                    entry.at("name"),
+                    f"netDevices of {device} name two interfaces {go_quote(name)} in the container",
+                    f"{wrap}invalid linux net device, duplicate Name {go_quote(name)} with HostInterfaceName "
+                    f"{go_quote(host)} and {go_quote(by_name[name])}",
+                    "give each interface its own name in the container",
+                )
+                return
+            by_host[host] = name
+            by_name[name] = host
 
     def device_node(self, node: GoStruct, pointer: str, wrap: str, device: str) -> None:
         path = node.text("path")
@@ -289,7 +353,9 @@ class _Validator:
                 BAD_DEVICE_NODE,
                 node.at("permissions"),
                 f"device node {path} of {device} has permissions {go_quote(permissions)}; only r, w and m are allowed",
-                f"{wrap}device {go_quote(path)}: invalid permissions {go_quote(permissions)}",
+                f"{wrap}device {go_quote(path)}: invalid "
+                + ("persmissions" if self.library.legacy_texts else "permissions")
+                + f" {go_quote(permissions)}",
                 'use a subset of "rwm" (empty means rwm)',
             )
 
@@ -330,7 +396,7 @@ class _Validator:
         devices = spec.items_of("devices")
         for index, device in enumerate(devices):
             if not isinstance(device, GoStruct):
-                device = GoStruct(DEVICE, f"{spec.at('devices')}/{index}")
+                device = GoStruct(spec_types(self.library).device, f"{spec.at('devices')}/{index}")
             name = device.text("name")
             wrap = f"{_INVALID}failed add device {go_quote(name)}: "
             before = len(self.problems)
@@ -345,7 +411,7 @@ class _Validator:
                     "or digit (nvidia-ctk uses 0, 1, ..., all, and GPU UUIDs)",
                 )
             edits = device.get("containerEdits")
-            if not _has_edits(edits):
+            if not _has_edits(edits, self.library):
                 self.add(
                     EMPTY_EDITS,
                     device.at("containerEdits") if "containerEdits" in device.pointers else device.pointer,
@@ -363,7 +429,7 @@ class _Validator:
                     "give each device its own name, or merge the two definitions",
                 )
             seen.setdefault(name, device.at("name"))
-        if not devices:
+        if not devices and self.library.requires_devices:
             self.add(
                 NO_DEVICES,
                 spec.at("devices") if "devices" in spec.pointers else "",
@@ -373,35 +439,43 @@ class _Validator:
             )
 
 
-def _has_edits(edits: Any) -> bool:
-    """The opposite of ContainerEdits.isEmpty."""
+def _has_edits(edits: Any, library: Library) -> bool:
+    """The opposite of ContainerEdits.isEmpty, over the fields the release has."""
     if not isinstance(edits, GoStruct):
         return False
-    lists = ("env", "deviceNodes", "hooks", "mounts", "additionalGids")
-    return any(edits.items_of(name) for name in lists) or edits.get("intelRdt") is not None
+    lists = ["env", "deviceNodes", "hooks", "mounts"]
+    if library.intel_rdt:
+        lists.append("additionalGids")
+    if library.net_devices:
+        lists.append("netDevices")
+    return any(edits.items_of(name) for name in lists) or (library.intel_rdt and edits.get("intelRdt") is not None)
 
 
-def analyse(value: Any) -> Analysis:
-    """Every reason the CDI library refuses the parsed document value, in the order it meets them."""
+def analyse(value: Any, library: Library = NEWEST) -> Analysis:
+    """Every reason the release of the CDI library refuses the parsed document value, in the order it meets them."""
+    spec_type = spec_types(library).spec
     try:
-        converted = _convert(value, SPEC, "")
+        converted = _convert(value, spec_type, "")
     except _ConversionError as exc:
+        text = str(exc)
+        if library.capital_map_key and text.startswith("unsupported map key"):
+            text = "U" + text[1:]
         problem = LibraryProblem(
             WRONG_TYPE,
             "",
-            f"{exc}: the library cannot convert the YAML to JSON",
-            f"failed to unmarshal CDI Spec: error converting YAML to JSON: {exc}",
+            f"{text}: the library cannot convert the YAML to JSON",
+            f"failed to unmarshal CDI Spec: error converting YAML to JSON: {text}",
         )
         return Analysis(None, [problem])
     if converted.value is None:
         problem = LibraryProblem(WRONG_TYPE, "", "the document is null: no spec in it", "no Spec data")
         return Analysis(None, [problem])
-    decoder = _Decoder()
-    spec = decoder.decode(converted, SPEC, None)
+    decoder = _Decoder(library)
+    spec = decoder.decode(converted, spec_type, None)
     if not isinstance(spec, GoStruct):
         return Analysis(None, decoder.problems)
-    validator = _Validator()
-    if validator.version(spec):
+    validator = _Validator(library)
+    if validator.version(spec) and library.minimum_check:
         validator.requires_panics(spec)
         validator.minimum(spec)
     validator.qualifier(spec)

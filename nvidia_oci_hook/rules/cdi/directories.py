@@ -13,6 +13,7 @@ from nvidia_oci_hook.kinds.cdi.directories import Definition, SpecCollection, de
 from nvidia_oci_hook.kinds.cdi.goformat import go_quote
 from nvidia_oci_hook.kinds.collection import Collection
 from nvidia_oci_hook.rules.base import Context, rule
+from nvidia_oci_hook.rules.cdi.loader import judges
 
 
 def _collection(value: Any) -> SpecCollection:
@@ -24,9 +25,9 @@ def _collection(value: Any) -> SpecCollection:
     return SpecCollection(CDI_DIRS, [])
 
 
-def _by_name(collection: SpecCollection) -> dict[str, list[Definition]]:
+def _by_name(collection: SpecCollection, context: Context) -> dict[str, list[Definition]]:
     named: dict[str, list[Definition]] = defaultdict(list)
-    for definition in definitions(collection):
+    for definition in definitions(collection, judges(context)[0].library):
         named[definition.name].append(definition)
     return named
 
@@ -59,7 +60,7 @@ def conflicting_device(value: Any, context: Context) -> Iterator[Problem]:
     directory (or at least to a name ending in `.bak`, which the library does not read).
     """
     collection = _collection(value)
-    for name, found in _by_name(collection).items():
+    for name, found in _by_name(collection, context).items():
         if not _conflicted(found):
             continue
         count: dict[int, int] = defaultdict(int)
@@ -107,7 +108,7 @@ def overridden_device(value: Any, context: Context) -> Iterator[Problem]:
     Keep each device in one directory; delete the stale static spec if a generator owns the dynamic one.
     """
     collection = _collection(value)
-    for name, found in _by_name(collection).items():
+    for name, found in _by_name(collection, context).items():
         if len(found) < 2 or _conflicted(found):
             continue
         winner = max(found, key=lambda definition: definition.priority)

@@ -1,7 +1,8 @@
 """CDI0xx: what makes the CDI Go library refuse to load a spec (the engine then knows none of its devices).
 
-These are the rules of `--schema-only` for CDI specs: each reports a reason that container-device-interface
-v1.0.1 (kinds/cdi/) refuses the spec, quoting the error text the engine logs. The library stops at the first
+These are the rules of `--schema-only` for CDI specs: each reports a reason that the container-device-interface
+release judging the spec (kinds/cdi/: the newest by default, `--cdi-library`, or the library each engine named
+with `--engine` vendors) refuses it, quoting the error text the engine logs. The library stops at the first
 reason; these rules report all of them.
 """
 
@@ -13,12 +14,26 @@ from typing import Any, Callable
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.cdi import codes
 from nvidia_oci_hook.kinds.cdi.codes import CDI
+from nvidia_oci_hook.kinds.cdi.decoding import LibraryProblem
+from nvidia_oci_hook.kinds.cdi.releases import NEWEST, Judge, joined
 from nvidia_oci_hook.kinds.cdi.validation import Analysis, analyse
 from nvidia_oci_hook.rules.base import Check, Context, register
 
 
+def judges(context: Context) -> tuple[Judge, ...]:
+    return context.cdi_judges or (Judge(NEWEST),)
+
+
 def analysis(value: Any, context: Context) -> Analysis:
-    return context.cached("cdi-analysis", lambda: analyse(value))  # type: ignore[no-any-return]
+    """The spec as the semantic rules look at it: as the first judge that loads it reads it, else the first."""
+    results = [result for _, result in judged(value, context)]
+    return next((result for result in results if result.loads), results[0])
+
+
+def judged(value: Any, context: Context) -> list[tuple[Judge, Analysis]]:
+    return context.cached(  # type: ignore[no-any-return]
+        "cdi-analysis", lambda: [(judge, analyse(value, judge.library)) for judge in judges(context)]
+    )
 
 
 def _loader_rule(code: str, name: str) -> Callable[[Check], Check]:
@@ -30,10 +45,30 @@ def _loader_rule(code: str, name: str) -> Callable[[Check], Check]:
 
 
 def _problems(value: Any, context: Context, code: str) -> Iterator[Problem]:
-    for problem in analysis(value, context).problems:
-        if problem.code == code:
-            how = "panics with" if problem.panic else "refuses the spec with"
-            yield Problem(problem.pointer, f"{problem.message}; the CDI library {how}: {problem.library}", problem.hint)
+    # One finding for what several judges refuse alike, naming them all.
+    found: dict[tuple[str, str, str], list[Judge]] = {}
+    problems: dict[tuple[str, str, str], LibraryProblem] = {}
+    for judge, result in judged(value, context):
+        for problem in result.problems:
+            if problem.code == code:
+                key = (problem.pointer, problem.message, problem.library)
+                found.setdefault(key, []).append(judge)
+                problems.setdefault(key, problem)
+    for key, by in found.items():
+        problem = problems[key]
+        how = "panics with" if problem.panic else "refuses the spec with"
+        if context.cdi_judges:
+            engines = [engine for judge in by for engine in judge.engines]
+            releases = " and ".join(f"v{judge.library.release}" for judge in by)
+            who = f"{joined(engines)} (CDI library {releases})" if engines else f"CDI library {releases}"
+            verb = "panic" if problem.panic else "refuse"
+            lead = f"{who} {verb}{'' if len(engines) > 1 else 's'} this spec: "
+            yield Problem(
+                problem.pointer, f"{lead}{problem.message}; the library {how}: {problem.library}", problem.hint
+            )
+        else:
+            message = f"{problem.message}; the CDI library {how}: {problem.library}"
+            yield Problem(problem.pointer, message, problem.hint)
 
 
 register(
@@ -100,8 +135,10 @@ def unknown_field(value: Any, context: Context) -> Iterator[Problem]:
 
     ## What it checks
     Every key against the library's types (`specs-go/config.go`): the library decodes with unknown fields
-    disallowed, matching keys to fields without regard to case (`HostPath` is `hostPath`). Fields of CDI 1.1.0
-    (`netDevices`, `intelRdt.schemata`, `intelRdt.enableMonitoring`) are unknown to library v1.0.x.
+    disallowed, matching keys to fields without regard to case (`HostPath` is `hostPath`). The types differ by
+    release: `annotations` came in v0.6, `intelRdt` and `additionalGids` in v0.7, `netDevices`,
+    `intelRdt.schemata` and `intelRdt.enableMonitoring` in v1.1, which removed `intelRdt.enableCMT` and
+    `intelRdt.enableMBM`; the hint says which release a field needs.
 
     ## Why it matters
     One unknown key anywhere makes the library refuse the whole spec (`json: unknown field "..."`), so the
@@ -146,9 +183,10 @@ def unknown_cdi_version(value: Any, context: Context) -> Iterator[Problem]:
     """cdiVersion is not a spec version the CDI library knows.
 
     ## What it checks
-    `cdiVersion` against the versions library v1.0.1 knows: `0.1.0` to `0.8.0` and `1.0.0`, optionally
-    written with a leading `v`. Anything else, `1.1.0` included (only library v1.1.0 knows it), an empty or
-    missing version, or `0.5` is refused.
+    `cdiVersion` against the versions the judging library release knows: each release knows the versions up
+    to its own (`0.1.0` to `0.8.0`, then `1.0.0`, `1.1.0`), optionally written with a leading `v` from v0.5.4
+    on. Anything else, an empty or missing version, or `0.5`, is refused; the message says which newer release
+    knows a version its release does not.
 
     ## Why it matters
     The library refuses the spec with `invalid CDI Spec: invalid version "..."`; none of its devices can be
@@ -390,6 +428,28 @@ def invalid_intel_rdt(value: Any, context: Context) -> Iterator[Problem]:
     Use a plain group name, as it appears under `/sys/fs/resctrl`.
     """
     yield from _problems(value, context, codes.BAD_INTEL_RDT)
+
+
+@_loader_rule(codes.BAD_NET_DEVICE, "invalid-net-device")
+def invalid_net_device(value: Any, context: Context) -> Iterator[Problem]:
+    """A netDevices entry without both names, or a name given twice.
+
+    ## What it checks
+    Library v1.1.0's checks of `containerEdits.netDevices` (the network interfaces a device moves into the
+    container), in each edits block: every entry has a `hostInterfaceName` and a `name`, and neither repeats
+    within the block. Releases before v1.1.0 do not know the field at all (CDI002).
+
+    ## Why it matters
+    The library refuses the whole spec with `invalid linux net device, empty Name` or `duplicate
+    HostInterfaceName "eth1" with names "net1" and "net0"`.
+
+    ## Example
+    `"netDevices": [{"hostInterfaceName": "eth1", "name": ""}]`.
+
+    ## Fix
+    Name both ends of each interface, and move each host interface into the container once.
+    """
+    yield from _problems(value, context, codes.BAD_NET_DEVICE)
 
 
 @_loader_rule(codes.NULL_ENTRY, "null-edit-entry")

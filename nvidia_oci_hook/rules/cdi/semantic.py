@@ -8,12 +8,11 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import rewrite_for_existing_root
-from nvidia_oci_hook.kinds.cdi.codes import CDI
+from nvidia_oci_hook.kinds.cdi.codes import CDI, UNKNOWN_VERSION
 from nvidia_oci_hook.kinds.cdi.goformat import go_quote
 from nvidia_oci_hook.kinds.cdi.names import parse_qualifier
+from nvidia_oci_hook.kinds.cdi.releases import RELEASES, describe_refusers, version_key
 from nvidia_oci_hook.kinds.cdi.specs_go import (
-    REMOVED_IN_1_1,
-    SPEC_VERSIONS,
     EditsView,
     GoStruct,
     edit_blocks,
@@ -23,9 +22,10 @@ from nvidia_oci_hook.kinds.cdi.specs_go import (
     minimum_version,
     node_host_path,
 )
+from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.kinds.devices import NVIDIACTL, gpu_index
 from nvidia_oci_hook.rules.base import Context, rule
-from nvidia_oci_hook.rules.cdi.loader import analysis
+from nvidia_oci_hook.rules.cdi.loader import analysis, judges
 from nvidia_oci_hook.rules.host import stale_root_problem
 
 
@@ -363,40 +363,100 @@ def gpu_node_without_nvidiactl(value: Any, context: Context) -> Iterator[Problem
             )
 
 
+def _refused_by(value: Any, context: Context, newer: bool) -> Optional[tuple[str, str, str]]:
+    """For a spec the deciding release loads, the engine releases whose library refuses it (those with a newer
+    library, or an older one): (who, why, hint) for the newest of the refusing releases; None when there are
+    none, or when engines were named (their releases decide alone)."""
+    if context.cdi_judges and any(judge.engines for judge in context.cdi_judges):
+        return None
+    if not analysis(value, context).loads:
+        return None  # the loader rules say why it does not load at all
+    deciding = judges(context)[0].library
+    others = [found for found in RELEASES if (version_key(found.release) > version_key(deciding.release)) == newer]
+    refusing = [(found, analyse(value, found)) for found in others if found != deciding]
+    refusing = [(found, result) for found, result in refusing if not result.loads]
+    if not refusing:
+        return None
+    who = describe_refusers({found.release for found, _ in refusing})
+    if not who:
+        return None
+    # The verdict of the refusing release nearest the deciding one.
+    _, result = refusing[-1] if not newer else refusing[0]
+    problem = result.problems[0]
+    if problem.code == UNKNOWN_VERSION:
+        spec = result.spec
+        version = spec.text("cdiVersion") if spec is not None else ""
+        needed = minimum_version(spec, deciding) if spec is not None else version
+        why = f"cdiVersion {version}"
+        hint = (
+            f'set "cdiVersion": "{needed}", which the content needs'
+            if version_key(needed) < version_key(version.lstrip("v"))
+            else "upgrade those engines, or keep a spec of a version they know for them"
+        )
+        return who, why, hint
+    return who, f"this spec ({problem.library})", problem.hint or "drop what they do not know"
+
+
 @rule("CDI107", "refused-by-newer-library", Severity.WARNING, [CDI])
 def refused_by_newer_library(value: Any, context: Context) -> Iterator[Problem]:
-    """A spec uses a field that CDI library v1.1.0 no longer knows.
+    """A spec the deciding CDI library loads, and engine releases with a newer library refuse.
 
     ## What it checks
-    `intelRdt.enableCMT` and `intelRdt.enableMBM`, which library v1.0.x accepts and v1.1.0 removed (it has
-    `enableMonitoring` instead).
+    With `--cdi-library` naming a release older than the newest, each newer release's verdict on the spec:
+    library v1.1.0 removed `intelRdt.enableCMT` and `intelRdt.enableMBM` (it has `enableMonitoring` instead)
+    and refuses a spec that uses them. Not reported when `--engine` names the node's engines.
 
     ## Why it matters
-    Engines built with library v1.1.0 or later decode specs strictly and refuse this one with
-    `json: unknown field "enableCMT"`: the spec stops loading when the engine is upgraded.
+    Engines decode specs strictly: when the engine is upgraded to a release built with the newer library, the
+    spec stops loading with `json: unknown field "enableCMT"`, and every device in it is unknown.
 
     ## Example
-    `"intelRdt": {"closID": "gpu", "enableCMT": true}`.
+    `"intelRdt": {"closID": "gpu", "enableCMT": true}` judged with `--cdi-library 1.0.1`: containerd ≥ 2.2.1
+    and cri-o ≥ 1.35 refuse it.
 
     ## Fix
-    Drop the field (cache monitoring is enabled through `enableMonitoring` from CDI 1.1.0 on, once every
-    engine on the node understands it).
+    Drop the field (cache monitoring is `enableMonitoring` from CDI 1.1.0 on, once every engine on the node
+    understands it).
     """
-    spec = _spec(value, context)
-    if spec is None:
-        return
-    for block in edit_blocks(spec):
-        rdt = block.edits.get("intelRdt")
-        if not isinstance(rdt, GoStruct):
-            continue
-        for name in REMOVED_IN_1_1["IntelRdt"]:
-            if name in rdt.pointers:
-                yield Problem(
-                    rdt.at(name),
-                    f"intelRdt.{name} is accepted by library v1.0.x but unknown to v1.1.0: engines built with it "
-                    f'refuse the spec with json: unknown field "{name}"',
-                    f"remove {name}",
-                )
+    refused = _refused_by(value, context, newer=True)
+    if refused is not None:
+        who, why, hint = refused
+        yield Problem("", f"{who} refuse {why}", hint)
+
+
+@rule("CDI109", "refused-by-older-engines", Severity.WARNING, [CDI])
+def refused_by_older_engines(value: Any, context: Context) -> Iterator[Problem]:
+    """A spec the deciding CDI library loads, and engine releases with an older library refuse.
+
+    ## What it checks
+    Each older library release's verdict on a spec the deciding one (the newest, or `--cdi-library`) loads,
+    and the engine releases that vendor the releases that refuse it (the table in `kinds/cdi/releases.py`, from
+    each engine release's go.mod). Not reported when `--engine` names the node's engines: their libraries
+    decide alone.
+
+    ## Why it matters
+    Every library release knows only the spec versions up to its own, and only its own fields. A node whose
+    engine is older than the spec fails with `unresolvable CDI devices` while `nvidia-ctk cdi list` and newer
+    engines see the devices: a `0.7.0` spec on podman 5.0, a `1.1.0` spec on containerd 2.1.
+
+    ## Example
+    `"cdiVersion": "1.1.0"`: containerd ≤ 2.2.0, cri-o ≤ 1.34 and podman ≤ 5.8 refuse cdiVersion 1.1.0.
+
+    ## Fix
+    Write the lowest version the spec's content needs (the hint names it; `nvidia-ctk cdi generate` does this),
+    or upgrade the engines the message names. `lint --node` judges each spec directory with the engines
+    really installed.
+    """
+    refused = _refused_by(value, context, newer=False)
+    if refused is not None:
+        who, why, hint = refused
+        yield Problem(
+            spec_pointer(value, "cdiVersion") if why.startswith("cdiVersion") else "", f"{who} refuse {why}", hint
+        )
+
+
+def spec_pointer(value: Any, key: str) -> str:
+    return f"/{key}" if isinstance(value, dict) and key in value else ""
 
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.0$")
@@ -408,8 +468,9 @@ def version_newer_than_needed(value: Any, context: Context) -> Iterator[Problem]
 
     ## What it checks
     A known `cdiVersion` above `0.5.0` and above the minimum version the spec's fields require (the version
-    `nvidia-ctk cdi generate` writes). Versions up to `0.5.0` are not reported: every engine with CDI support
-    has a library that knows them.
+    `nvidia-ctk cdi generate` writes), where CDI109 does not already name the engine releases it shuts out (with
+    `--engine`, or a version every modelled engine release knows). Versions up to `0.5.0` are not reported:
+    every engine with CDI support has a library that knows them.
 
     ## Why it matters
     Each library release knows only the spec versions up to its own: an engine built with library v0.6 refuses
@@ -425,12 +486,15 @@ def version_newer_than_needed(value: Any, context: Context) -> Iterator[Problem]
     spec = _spec(value, context)
     if spec is None:
         return
-    version = known_version(spec.text("cdiVersion"))
+    deciding = judges(context)[0].library
+    version = known_version(spec.text("cdiVersion"), deciding)
     if version is None:
         return
-    needed = minimum_version(spec)
+    needed = minimum_version(spec, deciding)
     # Engines with CDI support vendor library v0.5 at the oldest, so only versions above 0.5.0 shut any out.
-    if SPEC_VERSIONS.index(version) > max(SPEC_VERSIONS.index(needed), SPEC_VERSIONS.index("0.5.0")):
+    if version_key(version) > max(version_key(needed), version_key("0.5.0")):
+        if _refused_by(value, context, newer=False) is not None:
+            return  # CDI109 names the engine releases
         match = _VERSION.match(version)
         release = f"v{match.group(1)}.{match.group(2)}" if match else version
         yield Problem(
