@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -130,6 +131,12 @@ class ResultSet:
 def lint_collection(
     collection: Collection, rules: dict[str, Rule], context_for: Callable[[], Context], results: ResultSet
 ) -> None:
+    if collection.cdi_judges:
+        outer = context_for
+
+        def context_for() -> Context:
+            return dataclasses.replace(outer(), cdi_judges=collection.cdi_judges)
+
     for member in collection.documents:
         results.add(member.path, member.kind, lint_document(member, rules, context_for()))
     context = context_for()

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.kinds.document import Document, load_all_kinds
 
 # The kind of the collection `lint --node` builds: the node's engine configurations, CDI and hooks.d directories.
@@ -34,6 +35,10 @@ class Collection:
     skipped: list[Skipped] = field(default_factory=list)
     # Collections inside this one (a node holds its CDI and hooks.d collections).
     parts: list[Collection] = field(default_factory=list)
+    # Places looked at that hold no document of their own (package databases), and what was found there.
+    looked: list[tuple[str, str]] = field(default_factory=list)
+    # Who judges the CDI specs in this collection and its parts (the engines that read them); none: as linted.
+    cdi_judges: tuple[Judge, ...] = ()
 
     def document(self, path: str) -> Optional[Document]:
         for document in self.documents:

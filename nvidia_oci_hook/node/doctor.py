@@ -291,6 +291,40 @@ def _writer(host: HostView, plan: Any, write_plans: Callable[[HostView, list[Any
     return lambda: write_plans(host, [plan])
 
 
+def engines_check(host: HostView) -> Check:
+    """The engines installed and their releases: which CDI library reads each one's specs (lint --node, and the
+    engine-configs check below, judge the spec directories with them)."""
+    from nvidia_oci_hook.kinds.cdi.releases import UnknownRelease, engine_library
+    from nvidia_oci_hook.node.engine_versions import installed_engines
+
+    found, _ = installed_engines(host)
+    if not found:
+        return Check("engines", UNKNOWN, "no containerd, cri-o or podman found (binaries, dpkg or rpm database)")
+    evidence = []
+    unknown = []
+    for release in found:
+        if release.version is None:
+            unknown.append(release.name)
+            evidence.append(f"{release.name}: release not found ({release.source})")
+            continue
+        try:
+            library = f"CDI library {engine_library(release.engine, release.version).release}"
+        except UnknownRelease as exc:
+            library = str(exc)
+        evidence.append(f"{release.label}: {library} ({release.source})")
+    summary = ", ".join(release.label for release in found)
+    if unknown:
+        return Check(
+            "engines",
+            WARNING,
+            f"{summary}: the release of {', '.join(unknown)} was not found, so its CDI specs are judged with the "
+            "newest CDI library",
+            evidence,
+            "install the engines from packages, or check that their binaries answer --version",
+        )
+    return Check("engines", OK, summary, evidence)
+
+
 def engine_configs_check(host_root: str, settings: Settings) -> Check:
     from nvidia_oci_hook.findings import Severity
     from nvidia_oci_hook.lint import LintOptions, lint_paths
@@ -332,6 +366,7 @@ def run_checks(
     else:
         checks.append(Check("nvml", UNKNOWN, "not read: --host-root is not / (NVML would report this machine)"))
     checks.append(cdi_specs_check(host, settings))
+    checks.append(engines_check(host))
     # The engines' configs are linted on a fresh view: the repairs above may have changed the node.
     checks.append(engine_configs_check(host_root, settings))
     return checks

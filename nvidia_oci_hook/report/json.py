@@ -36,4 +36,7 @@ def as_dict(results: Sequence[FileResult]) -> dict[str, Any]:
 
 
 def render_json(results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = ()) -> str:
-    return json.dumps(as_dict(results), indent=2, ensure_ascii=False) + "\n"
+    report = as_dict(results)
+    if looked_at:  # lint --node: every place looked at, and what was found there
+        report["looked_at"] = [{"path": path, "found": what} for path, what in looked_at]
+    return json.dumps(report, indent=2, ensure_ascii=False) + "\n"

@@ -216,3 +216,22 @@ def test_nodes_nvml_creates_are_reported_and_removed(
         assert f"    removed {fake_host.root}/dev/{name} again" in out
     assert not [p for p in (fake_host.root / "dev").iterdir() if p.name.startswith("nvidia")]
     assert status == 0, out  # nothing stray is left for the later checks to find
+
+
+def test_the_engines_and_their_cdi_libraries(
+    fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    containerd_node(host_driver(fake_host), "/")
+    write(
+        fake_host, "/var/lib/dpkg/status", "Package: containerd\nStatus: install ok installed\nVersion: 2.1.4~ds1-1\n"
+    )
+    _, out = doctor(fake_host, capsys, "--format", "json")
+    engines = next(check for check in json.loads(out)["checks"] if check["name"] == "engines")
+    assert engines["status"] == "ok" and engines["summary"] == "containerd 2.1.4"
+    assert engines["evidence"] == [f"containerd 2.1.4: CDI library 1.0.1 ({fake_host.root}/var/lib/dpkg/status)"]
+    # Under another host root binaries are not run: without a package database entry nothing is found.
+    (fake_host.root / "var/lib/dpkg/status").write_text("")
+    fake_host.executable("/usr/bin/podman")
+    _, out = doctor(fake_host, capsys, "--format", "json")
+    engines = next(check for check in json.loads(out)["checks"] if check["name"] == "engines")
+    assert engines["status"] == "unknown" and "no containerd, cri-o or podman found" in engines["summary"], engines

@@ -488,8 +488,8 @@ def version_newer_than_needed(value: Any, context: Context) -> Iterator[Problem]
         return
     deciding = judges(context)[0].library
     version = known_version(spec.text("cdiVersion"), deciding)
-    if version is None:
-        return
+    if version is None or any(known_version(spec.text("cdiVersion"), j.library) is None for j in judges(context)):
+        return  # a judge that does not know the version says so (CDI004)
     needed = minimum_version(spec, deciding)
     # Engines with CDI support vendor library v0.5 at the oldest, so only versions above 0.5.0 shut any out.
     if version_key(version) > max(version_key(needed), version_key("0.5.0")):
