@@ -18,7 +18,12 @@ from tests.cdi.corpus import BINARIES, CDI_HOOK, DRIVER_VERSION, LIB, LIBRARIES,
 from tests.helpers import FakeHost
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = REPO / ".tools" / "cdi-reference" / "bin" / "cdi-reference"
+# The CDI library releases tests/cdi/setup.sh builds the reference against (what Debian packages), and each
+# build's binary.
+REFERENCES = {
+    "1.0.1": REPO / ".tools" / "cdi-reference" / "bin" / "cdi-reference",
+    "0.5.2": REPO / ".tools" / "cdi-reference" / "bin" / "cdi-reference-0.5.2",
+}
 
 Spec = Union[bytes, str, dict[str, Any]]
 
@@ -127,19 +132,20 @@ HOSTS = {"driver-on-host": driver_on_host, "driver-in-container": driver_in_cont
 # The CDI Go library's own verdict
 
 
-def reference_binary() -> Path:
-    if not REFERENCE.is_file():
-        raise AssertionError(f"{REFERENCE} is missing: run `sh tests/cdi/setup.sh` (as root) to build it")
-    return REFERENCE
+def reference_binary(release: str = "1.0.1") -> Path:
+    binary = REFERENCES[release]
+    if not binary.is_file():
+        raise AssertionError(f"{binary} is missing: run `sh tests/cdi/setup.sh` (as root) to build it")
+    return binary
 
 
-def reference_files(paths: list[Path]) -> dict[str, dict[str, Any]]:
-    """path -> {"ok", "error" or "panic", "devices"} as cdi.ReadSpec decides."""
+def reference_files(paths: list[Path], release: str = "1.0.1") -> dict[str, dict[str, Any]]:
+    """path -> {"ok", "error" or "panic", "devices"} as that release's cdi.ReadSpec decides."""
     verdicts: dict[str, dict[str, Any]] = {}
     for start in range(0, len(paths), 500):
         chunk = [str(path) for path in paths[start : start + 500]]
         output = subprocess.run(
-            [str(reference_binary()), "files", *chunk], capture_output=True, text=True, check=True, timeout=120
+            [str(reference_binary(release)), "files", *chunk], capture_output=True, text=True, check=True, timeout=120
         ).stdout
         for line in output.splitlines():
             verdict = json.loads(line)
@@ -147,10 +153,10 @@ def reference_files(paths: list[Path]) -> dict[str, dict[str, Any]]:
     return verdicts
 
 
-def reference_dirs(directories: list[Path]) -> dict[str, Any]:
+def reference_dirs(directories: list[Path], release: str = "1.0.1") -> dict[str, Any]:
     """{"devices": {qualified name: spec path}, "errors": {path: [...]}} as a cdi.Cache over the directories."""
     output = subprocess.run(
-        [str(reference_binary()), "dirs", *map(str, directories)],
+        [str(reference_binary(release)), "dirs", *map(str, directories)],
         capture_output=True,
         text=True,
         check=True,
@@ -160,9 +166,9 @@ def reference_dirs(directories: list[Path]) -> dict[str, Any]:
     return result
 
 
-def reference_version() -> str:
+def reference_version(release: str = "1.0.1") -> str:
     return subprocess.run(
-        [str(reference_binary()), "version"], capture_output=True, text=True, check=True, timeout=30
+        [str(reference_binary(release)), "version"], capture_output=True, text=True, check=True, timeout=30
     ).stdout.strip()
 
 
