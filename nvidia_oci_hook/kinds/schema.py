@@ -157,7 +157,10 @@ class _Compiler:
 
     def k_items(self, sub_schema: Any, _node: Any) -> Check:
         if isinstance(sub_schema, list):
-            raise ValueError("tuple-form items is not supported by the fast check")
+            # Tuple form: item i against schema i. Without additionalItems (which the fast check does not
+            # support, so no schema here has it) the items past the list are free, as draft-04 and draft-07 say.
+            subs = [self.compile(sub) for sub in sub_schema]
+            return lambda value: not isinstance(value, list) or all(sub(item) for sub, item in zip(subs, value))
         sub = self.compile(sub_schema)
         return lambda value: not isinstance(value, list) or all(sub(item) for item in value)
 

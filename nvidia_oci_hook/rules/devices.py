@@ -232,7 +232,7 @@ def device_file_mode_bits(value: Any, context: Context) -> Iterator[Problem]:
 
     ## Why it matters
     podman writes a host device's whole `st_mode` (`/dev/nvidia0` becomes 8630, that is 0o20666). runc and crun
-    accept it, since they add the type bits anyway, but the runtime-spec schema allows at most 512 and strict
+    accept it, since they add the type bits anyway, but the runtime-spec schema allows at most 511 and strict
     validators (`oci-runtime-tool validate`, this tool's `--schema-only`) reject the spec; setuid or sticky bits
     on a device node are never intended.
 
@@ -256,6 +256,6 @@ def device_file_mode_bits(value: Any, context: Context) -> Iterator[Problem]:
             why = f"sets bits 0o{extra:o} beyond the permission bits"
         yield Problem(
             f"{device.pointer}/fileMode",
-            f"fileMode {mode} (0o{mode:o}) of {device.path} {why}, but the runtime-spec schema allows at most 512",
+            f"fileMode {mode} (0o{mode:o}) of {device.path} {why}, but the runtime-spec schema allows at most 511",
             f"use {mode & 0o777} (0o{mode & 0o777:o})",
         )

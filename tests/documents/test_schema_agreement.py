@@ -1,7 +1,8 @@
 """Our OCI schemas give the same verdict as the upstream runtime-spec schema, on every document of the corpus.
 
-Four verdicts must agree for each document: the Debian-packaged upstream schema (draft-04, through jsonschema's
-Draft4Validator), schema_problems() finding nothing, the fast closure check, and our jsonschema validator.
+Four verdicts must agree for each document: the Debian-packaged upstream schema at runtime-spec v1.3.0 (draft-04,
+through jsonschema's Draft4Validator; tests/oci/setup.sh fetches it), schema_problems() finding nothing, the fast
+closure check, and our jsonschema validator.
 """
 
 from __future__ import annotations
@@ -138,11 +139,14 @@ def _walk(node: Any, where: str, keywords: set[str], refs: list[tuple[str, str]]
         for name, sub in node.get(keyword, {}).items():
             _walk(sub, f"{where}/{keyword}/{name}", keywords, refs)
     for keyword in ("items", "additionalProperties", "not"):
-        if keyword in node:
+        if keyword in node and not isinstance(node[keyword], list):
             _walk(node[keyword], f"{where}/{keyword}", keywords, refs)
     for keyword in ("allOf", "anyOf", "oneOf"):
         for index, sub in enumerate(node.get(keyword, [])):
             _walk(sub, f"{where}/{keyword}/{index}", keywords, refs)
+    if isinstance(node.get("items"), list):  # tuple form
+        for index, sub in enumerate(node["items"]):
+            _walk(sub, f"{where}/items/{index}", keywords, refs)
 
 
 @pytest.mark.parametrize("kind", sorted(SCHEMA_FILES))
