@@ -2,8 +2,8 @@
 
 On the node itself (host root `/`) each engine's binary says (`containerd --version`, `crio --version`,
 `podman --version`); under another host root, or where a binary does not answer, the package databases do:
-dpkg's status file, and rpm's SQLite database (EL9, Fedora). EL8's Berkeley DB database is not read: there
-an engine's release is "not found", and its specs are judged with the newest library.
+dpkg's status file, and rpm's database, SQLite (EL9, Fedora) or Berkeley DB's hash format (EL8), read as
+rpm's own libdb-free reader reads it (lib/backend/bdb_ro.cc).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.cdi.releases import ENGINE_NAMES
 
 DPKG_STATUS = "/var/lib/dpkg/status"
-RPM_DATABASES = ("/var/lib/rpm/rpmdb.sqlite", "/usr/lib/sysimage/rpm/rpmdb.sqlite")
+RPM_DATABASES = ("/var/lib/rpm/rpmdb.sqlite", "/usr/lib/sysimage/rpm/rpmdb.sqlite", "/var/lib/rpm/Packages")
+_BDB_HASH_MAGIC = 0x00061561
 # Package names per engine, in Debian and Ubuntu, Docker's repositories, and the RPM distributions.
 PACKAGES = {
     "containerd": ("containerd", "containerd.io"),
@@ -113,6 +114,73 @@ def _rpm_installed(path: str) -> dict[str, str]:
     return installed
 
 
+def _bdb_values(data: bytes) -> list[bytes]:
+    """Every value of a Berkeley DB hash database (EL8's /var/lib/rpm/Packages): the hash pages' key/value item
+    pairs, a value stored inline or along its chain of overflow pages. Empty when data is no such database."""
+    if len(data) < 512:
+        return []
+    order = next((o for o in "<>" if struct.unpack(o + "I", data[12:16])[0] == _BDB_HASH_MAGIC), None)
+    if order is None:
+        return []
+    page_size = struct.unpack(order + "I", data[20:24])[0]
+    if page_size < 512 or page_size & (page_size - 1):
+        return []
+    pages = len(data) // page_size
+
+    def page(number: int) -> bytes:
+        return data[number * page_size : (number + 1) * page_size]
+
+    def overflow(number: int, total: int) -> Optional[bytes]:
+        chunks = bytearray()
+        seen = set()
+        while number and len(chunks) < total and number < pages and number not in seen:
+            seen.add(number)
+            current = page(number)
+            if current[25] != 7:  # P_OVERFLOW
+                return None
+            used = struct.unpack(order + "H", current[22:24])[0]
+            chunks += current[26 : 26 + used]
+            number = struct.unpack(order + "I", current[16:20])[0]
+        return bytes(chunks[:total]) if len(chunks) >= total else None
+
+    values = []
+    for number in range(1, pages):
+        current = page(number)
+        if current[25] not in (2, 13):  # P_HASH_UNSORTED, P_HASH
+            continue
+        entries = struct.unpack(order + "H", current[20:22])[0]
+        if 26 + 2 * entries > page_size:
+            continue
+        offsets = [struct.unpack(order + "H", current[26 + 2 * i : 28 + 2 * i])[0] for i in range(entries)]
+        # Items alternate key and value; an item's bytes run up to the one before it on the page.
+        for key_at, value_at in zip(offsets[0::2], offsets[1::2]):
+            if not value_at < key_at <= page_size:
+                continue
+            if current[value_at] == 1:  # H_KEYDATA
+                values.append(current[value_at + 1 : key_at])
+            elif current[value_at] == 3 and value_at + 12 <= page_size:  # H_OFFPAGE
+                first, total = struct.unpack(order + "II", current[value_at + 4 : value_at + 12])
+                value = overflow(first, total)
+                if value is not None:
+                    values.append(value)
+    return values
+
+
+def _rpm_bdb_installed(path: str) -> dict[str, str]:
+    """Package name -> version from a Berkeley DB Packages file, whose values are rpm headers."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(1 << 30)
+    except OSError:
+        return {}
+    installed: dict[str, str] = {}
+    for value in _bdb_values(data):
+        fields = _rpm_header_fields(value)
+        if 1000 in fields and 1001 in fields:
+            installed[fields[1000]] = fields[1001]
+    return installed
+
+
 def _from_binary(host: HostView, engine: str) -> Optional[EngineRelease]:
     """The engine's release from its binary's --version; only on the node itself (a binary under another host
     root may not run here, and must not be run)."""
@@ -160,7 +228,7 @@ def installed_engines(host: HostView) -> tuple[list[EngineRelease], list[tuple[s
     for database in RPM_DATABASES:
         real = host.real_path(database)
         if real is not None and os.path.isfile(real):
-            rpm = _rpm_installed(real)
+            rpm = _rpm_bdb_installed(real) if database.endswith("/Packages") else _rpm_installed(real)
             rpm_source = host.shown(database)
             looked.append((rpm_source, "rpm database"))
             break

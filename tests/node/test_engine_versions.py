@@ -4,8 +4,10 @@ every engine that reads it."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import struct
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +138,37 @@ def test_releases_come_from_the_rpm_database_too(tmp_path: Path) -> None:
         ("containerd", "1.7.27", "containerd.io"),
     }
     assert (f"{root}/var/lib/rpm/rpmdb.sqlite", "rpm database") in looked
+
+
+def test_releases_come_from_el8_s_berkeley_db_rpm_database(tmp_path: Path) -> None:
+    """The Packages file written by Berkeley DB itself (db5.3_load, from the db5.3-util package scripts/setup
+    installs), with pages small enough that the headers spill onto overflow pages, as real ones do."""
+    load = shutil.which("db5.3_load")
+    assert load is not None, "db5.3_load is missing: run `sh scripts/setup test` (package db5.3-util)"
+    root = tmp_path / "node"
+    database = root / "var/lib/rpm/Packages"
+    database.parent.mkdir(parents=True)
+    padding = b"x" * 3000  # the headers' other tags: a real header is tens of kilobytes
+    records = [(0, struct.pack("<I", 3))]  # rpm's counter record, which is no header
+    records += [
+        (number, rpm_header(name, version, release) + padding)
+        for number, (name, version, release) in enumerate(
+            [("bash", "4.4.20", "5.el8"), ("podman", "4.9.4", "1.module+el8"), ("cri-o", "1.30.4", "1.1.el8")], 1
+        )
+    ]
+    dump = ["VERSION=3", "format=bytevalue", "type=hash", "db_pagesize=512", "HEADER=END"]
+    for key, value in records:
+        dump += [" " + struct.pack("<I", key).hex(), " " + value.hex()]
+    (tmp_path / "dump").write_text("\n".join([*dump, "DATA=END"]) + "\n")
+    subprocess.run([load, "-f", str(tmp_path / "dump"), str(database)], check=True, capture_output=True)
+    assert database.stat().st_size > 4 * 512, "the headers must need overflow pages"
+    found, looked = installed_engines(HostView(str(root)))
+    assert {(release.engine, release.version) for release in found} == {("podman", "4.9.4"), ("crio", "1.30.4")}
+    assert (f"{root}/var/lib/rpm/Packages", "rpm database") in looked
+    # Anything else under that name is read as holding nothing, never as a crash.
+    for garbage in (b"", b"\0" * 8192, database.read_bytes()[:700], bytes(range(256)) * 40):
+        database.write_bytes(garbage)
+        assert installed_engines(HostView(str(root)))[0] == [], garbage[:16]
 
 
 def test_a_configured_engine_without_a_release_is_judged_with_the_newest_library(
