@@ -325,6 +325,25 @@ def show_log(ctx: click.Context, log_file: Optional[str], container: Optional[st
 @click.option("--fix", is_flag=True, help="Perform the safe repairs, then check again.")
 @click.option("--dry-run", is_flag=True, help="With --fix: print the repairs, perform none.")
 @click.option(
+    "--restore-device-access",
+    is_flag=True,
+    help="With --fix: re-add the spec's own device rules of running containers that lost their GPUs (cgroup v1).",
+)
+@click.option(
+    "--check",
+    "only",
+    multiple=True,
+    metavar="NAME",
+    help="Report only these checks, e.g. gpu-access (repeatable; the exit status follows them).",
+)
+@click.option(
+    "--runtime-root",
+    "runtime_roots",
+    multiple=True,
+    metavar="DIR",
+    help="A runc or crun state root to find running containers in, besides the engines' standard ones (repeatable).",
+)
+@click.option(
     "--nvml-library",
     metavar="FILE",
     help="The libnvidia-ml.so.1 to read NVML through [default: the system's; NVML is read only when --host-root is /].",
@@ -337,9 +356,13 @@ def doctor(
     output_format: str,
     fix: bool,
     dry_run: bool,
+    restore_device_access: bool,
+    only: tuple[str, ...],
+    runtime_roots: tuple[str, ...],
     nvml_library: Optional[str],
 ) -> None:
-    """Check the node: driver and dev roots, validation markers, stray device nodes, NVML, CDI specs, engines.
+    """Check the node: driver and dev roots, validation markers, stray device nodes, NVML, CDI specs, running
+    GPU containers' device access, engines.
 
     Problems come first, each with its evidence and fix. Exit status: 0 no error, 1 errors (npd format: 0 OK,
     1 problem, 2 unknown), 2 usage error.
@@ -348,9 +371,20 @@ def doctor(
 
     if dry_run and not fix:
         raise click.UsageError("--dry-run previews --fix: give both")
+    if restore_device_access and not fix:
+        raise click.UsageError("--restore-device-access is a repair: give --fix too")
     settings = _node_settings(ctx, host_root, driver_roots)
     use_nvml = host_root == "/" or nvml_library is not None
-    checks = mode.run_checks(host_root, settings, use_nvml, nvml_library)
+    unknown = sorted(set(only) - set(mode.CHECK_NAMES))
+    if unknown:
+        raise click.UsageError(f"no check {', '.join(unknown)} (checks: {', '.join(mode.CHECK_NAMES)})")
+
+    def selected(found: list[Any]) -> list[Any]:
+        return [check for check in found if not only or check.name in only]
+
+    checks = selected(
+        mode.run_checks(host_root, settings, use_nvml, nvml_library, restore_device_access, runtime_roots)
+    )
     performed: list[str] = []
     if fix:
         for check in checks:
@@ -364,7 +398,7 @@ def doctor(
                 except OSError as exc:
                     performed.append(f"failed: {repair.description}: {exc.strerror}")
         if performed and not dry_run:
-            checks = mode.run_checks(host_root, settings, use_nvml, nvml_library)
+            checks = selected(mode.run_checks(host_root, settings, use_nvml, nvml_library, runtime_roots=runtime_roots))
         if not performed:
             performed.append("nothing to repair")
     if output_format == "npd":

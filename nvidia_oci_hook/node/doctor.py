@@ -291,6 +291,66 @@ def _writer(host: HostView, plan: Any, write_plans: Callable[[HostView, list[Any
     return lambda: write_plans(host, [plan])
 
 
+def _allow(path: str, rules: list[str]) -> Callable[[], None]:
+    def perform() -> None:
+        # The devices controller takes one rule per write.
+        for rule in rules:
+            with open(path, "w", encoding="ascii") as handle:
+                handle.write(rule + "\n")
+
+    return perform
+
+
+def gpu_access_check(host: HostView, restore: bool = False, runtime_roots: tuple[str, ...] = ()) -> Check:
+    """Whether every running container can still open the NVIDIA nodes its spec gave it."""
+    from nvidia_oci_hook.node.containers import device_access, running_containers, spec_rules_for
+
+    containers = running_containers(host, runtime_roots)
+    accesses = device_access(host, containers)
+    if not accesses:
+        return Check("gpu-access", OK, f"no running container was given NVIDIA devices ({len(containers)} running)")
+    lost = [access for access in accesses if access.lost]
+    unjudged = [access for access in accesses if not access.judged]
+    evidence = [
+        f"{access.container.name}: lost {', '.join(map(str, access.lost))}"
+        + (f" (running since {access.container.created})" if access.container.created else "")
+        + f"; state {access.container.state_path}"
+        for access in lost
+    ]
+    evidence += [f"{access.container.name}: not judged: {access.why}" for access in unjudged]
+    if not lost:
+        if unjudged:
+            return Check(
+                "gpu-access",
+                UNKNOWN,
+                f"{len(unjudged)} GPU container(s) not judged: their device rules cannot be read here",
+                evidence,
+            )
+        return Check("gpu-access", OK, f"{len(accesses)} GPU container(s) can open their NVIDIA devices")
+    repairs = []
+    for access in lost if restore else []:
+        cgroup = access.container.devices_cgroup
+        rules = sorted({rule for device in access.lost for rule in spec_rules_for(access.container.spec, device)})
+        if cgroup and rules:
+            repairs.append(
+                Repair(
+                    f"re-allow {', '.join(rules)} for {access.container.name} (the spec's own rules)",
+                    _allow(host.shown(f"{cgroup}/devices.allow"), rules),
+                )
+            )
+    names = [access.container.name for access in lost]
+    return Check(
+        "gpu-access",
+        ERROR,
+        f"{len(lost)} running container(s) can no longer open their GPUs (Failed to initialize NVML: Unknown "
+        f"Error): {names[0]}" + (f" and {len(names) - 1} more" if len(names) > 1 else ""),
+        evidence,
+        f"restart {', '.join(names)}: their device cgroup lost the NVIDIA rules (a cgroup re-applied without "
+        "them); doctor --fix --restore-device-access re-adds the spec's own rules on cgroup v1",
+        repairs,
+    )
+
+
 def engines_check(host: HostView) -> Check:
     """The engines installed and their releases: which CDI library reads each one's specs (lint --node, and the
     engine-configs check below, judge the spec directories with them)."""
@@ -349,7 +409,12 @@ def engine_configs_check(host_root: str, settings: Settings) -> Check:
 
 
 def run_checks(
-    host_root: str, settings: Settings, nvml: bool = True, nvml_library: Optional[str] = None
+    host_root: str,
+    settings: Settings,
+    nvml: bool = True,
+    nvml_library: Optional[str] = None,
+    restore_device_access: bool = False,
+    runtime_roots: tuple[str, ...] = (),
 ) -> list[Check]:
     host = HostView(host_root)
     answer = resolve_driver_root(host, settings.driver_roots)
@@ -366,6 +431,7 @@ def run_checks(
     else:
         checks.append(Check("nvml", UNKNOWN, "not read: --host-root is not / (NVML would report this machine)"))
     checks.append(cdi_specs_check(host, settings))
+    checks.append(gpu_access_check(host, restore_device_access, runtime_roots))
     checks.append(engines_check(host))
     # The engines' configs are linted on a fresh view: the repairs above may have changed the node.
     checks.append(engine_configs_check(host_root, settings))
@@ -397,6 +463,17 @@ def render_text(checks: Sequence[Check]) -> str:
 
 # The checks without which the node cannot be called healthy; the others may be unknown (NVML not installed).
 CORE_CHECKS = ("driver-root", "kernel-module", "validation-markers", "stray-device-nodes")
+# Every check run_checks makes, in its order.
+CHECK_NAMES = (
+    *CORE_CHECKS,
+    "modify-device-files",
+    "dev-char-links",
+    "nvml",
+    "cdi-specs",
+    "gpu-access",
+    "engines",
+    "engine-configs",
+)
 
 
 def render_npd(checks: Sequence[Check]) -> tuple[str, int]:
@@ -408,4 +485,6 @@ def render_npd(checks: Sequence[Check]) -> tuple[str, int]:
     unknown = [check for check in checks if check.name in CORE_CHECKS and check.status == UNKNOWN]
     if unknown:
         return f"{unknown[0].name}: {unknown[0].summary}", 2
+    if len(checks) == 1:  # doctor --check NAME: that check's own word
+        return f"{checks[0].name}: {checks[0].summary}", 2 if checks[0].status == UNKNOWN else 0
     return f"GPU node OK: {checks[0].summary}", 0

@@ -168,6 +168,10 @@ def test_node_problem_detector_plugin_config() -> None:
     rule = config["rules"][0]
     assert rule["condition"] == condition and rule["type"] == "permanent"
     assert rule["path"] == "/usr/bin/nvidia-oci-hook" and rule["args"] == ["doctor", "--format", "npd"]
+    # GPUAccessLost: doctor's gpu-access check alone, whose line names the containers.
+    lost = next(rule for rule in config["rules"] if rule["condition"] == "GPUAccessLost")
+    assert lost["args"] == ["doctor", "--check", "gpu-access", "--format", "npd"] and lost["type"] == "permanent"
+    assert "GPUAccessLost" in [condition["type"] for condition in config["conditions"]]
 
 
 @pytest.fixture

@@ -1,0 +1,276 @@
+"""The containers running on the node, from the low-level runtimes' state, and whether each can still open the
+NVIDIA devices its spec gave it.
+
+A GPU container that worked for hours loses its GPUs when its device cgroup is applied again without the NVIDIA
+rules (a `systemctl daemon-reload` under the systemd cgroup driver with runc 1.1.3 to 1.1.6, rules that legacy
+injection added behind the engine's back, an update that re-applies an empty list): `open("/dev/nvidiactl")`
+then fails with EPERM and NVML says `Unknown Error`. On cgroup v1 the rules in force are the cgroup's
+`devices.list`; cgroup v2 keeps them in an eBPF program that cannot be read back, so there the verdict is
+"unknown" here.
+
+State is read where the runtimes keep it: runc's `state.json` under `/run/runc` (runc's default root, which
+cri-o and podman use) and under `/run/containerd/runc/NAMESPACE` (containerd's runc shim), crun's `status`
+under `/run/crun`, and any other root given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.kinds.devices import NVIDIA_MAJOR
+
+RUNC_ROOTS = ("/run/runc",)
+CONTAINERD_RUNC_ROOT = "/run/containerd/runc"
+CRUN_ROOTS = ("/run/crun",)
+DEVICES_V1 = "/sys/fs/cgroup/devices"
+# The pod and container names the engines put in a container's annotations: containerd's CRI plugin, cri-o.
+NAME_ANNOTATIONS = (
+    ("io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name", "io.kubernetes.cri.container-name"),
+    ("io.kubernetes.pod.namespace", "io.kubernetes.pod.name", "io.kubernetes.container.name"),
+)
+
+
+@dataclass(frozen=True)
+class GivenDevice:
+    """A device node the spec gives the container."""
+
+    path: str
+    kind: str  # "c" or "b"
+    major: int
+    minor: int
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.kind} {self.major}:{self.minor})"
+
+    @property
+    def rule(self) -> str:
+        return f"{self.kind} {self.major}:{self.minor} rwm"
+
+
+@dataclass
+class RunningContainer:
+    id: str
+    runtime: str  # "runc" or "crun"
+    state_path: str  # as shown to the user
+    pid: int
+    bundle: Optional[str]
+    spec: Optional[dict[str, Any]]
+    created: Optional[str]
+    devices_cgroup: Optional[str]  # the cgroup v1 devices directory, as a host path
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        annotations = (self.spec or {}).get("annotations")
+        if isinstance(annotations, dict):
+            for keys in NAME_ANNOTATIONS:
+                namespace, pod, container = (annotations.get(key) for key in keys)
+                if isinstance(pod, str) and pod:
+                    where = f"pod {namespace}/{pod}" if isinstance(namespace, str) and namespace else f"pod {pod}"
+                    shown = f" container {container}" if isinstance(container, str) and container else ""
+                    return f"{where}{shown} ({self.id[:12]})"
+        return f"container {self.id}"
+
+
+def nvidia_majors(host: HostView) -> set[int]:
+    """The character majors of the NVIDIA driver's nodes: 195, and nvidia-uvm's and nvidia-caps' from
+    /proc/devices."""
+    majors = {NVIDIA_MAJOR}
+    text = host.read_text("/proc/devices") or ""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].startswith("nvidia"):
+            majors.add(int(parts[0]))
+    return majors
+
+
+def given_nvidia_devices(spec: Optional[dict[str, Any]], majors: set[int]) -> list[GivenDevice]:
+    """The NVIDIA nodes among the spec's linux.devices: an NVIDIA major, or a /dev/nvidia* path."""
+    linux = spec.get("linux") if isinstance(spec, dict) else None
+    entries = linux.get("devices") if isinstance(linux, dict) else None
+    found = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        path, kind, major, minor = (entry.get(key) for key in ("path", "type", "major", "minor"))
+        if not (isinstance(path, str) and kind in ("c", "b") and isinstance(major, int) and isinstance(minor, int)):
+            continue
+        if major in majors or path.startswith("/dev/nvidia"):
+            found.append(GivenDevice(path, str(kind), major, minor))
+    return found
+
+
+def v1_allows(devices_list: str, device: GivenDevice, access: str = "rw") -> bool:
+    """Whether a cgroup v1 devices.list lets the container open the node for access (its exceptions, or
+    `a *:* rwm` for a cgroup that allows everything)."""
+    for line in devices_list.splitlines():
+        parts = line.split()
+        if len(parts) != 3 or ":" not in parts[1]:
+            continue
+        kind, numbers, granted = parts
+        major, _, minor = numbers.partition(":")
+        if kind not in ("a", device.kind):
+            continue
+        if major not in ("*", str(device.major)) or minor not in ("*", str(device.minor)):
+            continue
+        if all(char in granted for char in access):
+            return True
+    return False
+
+
+def _alive(pid: int) -> bool:
+    return pid > 0 and os.path.exists(f"/proc/{pid}")
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, "rb") as handle:
+            return json.loads(handle.read(16 << 20))
+    except (OSError, ValueError):
+        return None
+
+
+def _spec(host: HostView, bundle: Optional[str]) -> Optional[dict[str, Any]]:
+    if not bundle:
+        return None
+    value = _read_json(host.shown(os.path.join(bundle, "config.json")))
+    return value if isinstance(value, dict) else None
+
+
+def _runc_container(host: HostView, state_path: str) -> Optional[RunningContainer]:
+    state = _read_json(host.shown(state_path))
+    if not isinstance(state, dict):
+        return None
+    pid = state.get("init_process_pid")
+    if not isinstance(pid, int) or (host.root == "/" and not _alive(pid)):
+        return None
+    config: dict[str, Any] = state["config"] if isinstance(state.get("config"), dict) else {}
+    labels: list[Any] = config["labels"] if isinstance(config.get("labels"), list) else []
+    # runc keeps the bundle among the labels of its own config: "bundle=/run/...".
+    bundle = next((label[7:] for label in labels if isinstance(label, str) and label.startswith("bundle=")), None)
+    paths: dict[str, Any] = state["cgroup_paths"] if isinstance(state.get("cgroup_paths"), dict) else {}
+    devices = paths.get("devices") if isinstance(paths.get("devices"), str) else None
+    created = state.get("created") if isinstance(state.get("created"), str) else None
+    return RunningContainer(
+        str(state.get("id") or os.path.basename(os.path.dirname(state_path))),
+        "runc",
+        host.shown(state_path),
+        pid,
+        bundle,
+        _spec(host, bundle),
+        created,
+        devices,
+    )
+
+
+def _crun_container(host: HostView, status_path: str) -> Optional[RunningContainer]:
+    status = _read_json(host.shown(status_path))
+    if not isinstance(status, dict):
+        return None
+    pid = status.get("pid")
+    if not isinstance(pid, int) or (host.root == "/" and not _alive(pid)):
+        return None
+    bundle = status.get("bundle") if isinstance(status.get("bundle"), str) else None
+    cgroup = status.get("cgroup-path") if isinstance(status.get("cgroup-path"), str) else None
+    devices = os.path.join(DEVICES_V1, cgroup.lstrip("/")) if cgroup else None
+    created = status.get("created") if isinstance(status.get("created"), str) else None
+    return RunningContainer(
+        os.path.basename(os.path.dirname(status_path)),
+        "crun",
+        host.shown(status_path),
+        pid,
+        bundle,
+        _spec(host, bundle),
+        created,
+        devices,
+    )
+
+
+def state_roots(host: HostView, extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(runtime, root directory) for every state root to look in."""
+    roots = [("runc", root) for root in (*RUNC_ROOTS, *extra)]
+    containerd = host.shown(CONTAINERD_RUNC_ROOT)
+    if os.path.isdir(containerd):
+        roots += [
+            ("runc", os.path.join(CONTAINERD_RUNC_ROOT, namespace)) for namespace in sorted(os.listdir(containerd))
+        ]
+    roots += [("crun", root) for root in (*CRUN_ROOTS, *extra)]
+    return roots
+
+
+def running_containers(host: HostView, extra_roots: tuple[str, ...] = ()) -> list[RunningContainer]:
+    """Every container a runtime's state says is running (its init process alive, on the node itself)."""
+    found: list[RunningContainer] = []
+    seen: set[str] = set()
+    for runtime, root in state_roots(host, extra_roots):
+        directory = host.shown(root)
+        if not os.path.isdir(directory):
+            continue
+        for name in sorted(os.listdir(directory)):
+            state_file = os.path.join(root, name, "state.json" if runtime == "runc" else "status")
+            if not os.path.isfile(host.shown(state_file)):
+                continue
+            container = (_runc_container if runtime == "runc" else _crun_container)(host, state_file)
+            if container is not None and container.state_path not in seen:
+                seen.add(container.state_path)
+                found.append(container)
+    return found
+
+
+@dataclass
+class Access:
+    """What a running container can still open of the NVIDIA nodes it was given."""
+
+    container: RunningContainer
+    given: list[GivenDevice]
+    lost: list[GivenDevice]
+    judged: bool  # False: its device rules could not be read (cgroup v2, no cgroup found)
+    why: str = ""
+
+
+def device_access(host: HostView, containers: list[RunningContainer]) -> list[Access]:
+    """For each container given NVIDIA nodes: the nodes its device cgroup no longer allows."""
+    majors = nvidia_majors(host)
+    results = []
+    for container in containers:
+        given = given_nvidia_devices(container.spec, majors)
+        if not given:
+            continue
+        if container.devices_cgroup is None:
+            results.append(Access(container, given, [], False, "no cgroup v1 devices controller for it"))
+            continue
+        devices_list = host.read_text(os.path.join(container.devices_cgroup, "devices.list"))
+        if devices_list is None:
+            results.append(Access(container, given, [], False, f"{container.devices_cgroup}/devices.list unreadable"))
+            continue
+        lost = [device for device in given if not v1_allows(devices_list, device)]
+        results.append(Access(container, given, lost, True))
+    return results
+
+
+def spec_rules_for(spec: Optional[dict[str, Any]], device: GivenDevice) -> list[str]:
+    """The spec's own allow rules (linux.resources.devices) that cover the node, as devices.allow takes them."""
+    linux = spec.get("linux") if isinstance(spec, dict) else None
+    resources = linux.get("resources") if isinstance(linux, dict) else None
+    rules = resources.get("devices") if isinstance(resources, dict) else None
+    found = []
+    for rule in rules if isinstance(rules, list) else []:
+        if not isinstance(rule, dict) or rule.get("allow") is not True:
+            continue
+        kind = rule.get("type") or "a"
+        major, minor = rule.get("major"), rule.get("minor")
+        if (
+            kind not in ("a", device.kind)
+            or major not in (None, -1, device.major)
+            or minor not in (None, -1, device.minor)
+        ):
+            continue
+        access = rule.get("access") if isinstance(rule.get("access"), str) else "rwm"
+        shown_major = "*" if major in (None, -1) else str(major)
+        shown_minor = "*" if minor in (None, -1) else str(minor)
+        found.append(f"{kind} {shown_major}:{shown_minor} {access}")
+    return found

@@ -1,0 +1,136 @@
+"""A running GPU container that loses its device rules, found by `doctor` and given them back, under real runc on
+this machine's cgroup v1 devices controller. Needs root and runc (scripts/setup test installs it).
+
+The container is given real NVIDIA nodes (c 195:0 and c 195:255) and no GPU is needed: where its cgroup allows
+them, opening one gives ENXIO (no driver behind it); where the cgroup does not, EPERM, as on a node whose GPU
+container lost access after a cgroup reload.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nvidia_oci_hook.cli import main
+from tests.e2e.bundles import base_config, bundle_rootfs, need, write_bundle
+
+pytestmark = [pytest.mark.root, pytest.mark.runtime]
+
+DEVICES_V1 = Path("/sys/fs/cgroup/devices")
+NODES = [("/dev/nvidia0", 0), ("/dev/nvidiactl", 255)]
+
+
+def _gpu_config(rootfs: Path, cgroup: str) -> dict[str, Any]:
+    config = base_config(rootfs, "sleep 300")
+    config["linux"]["devices"] = [
+        {"path": path, "type": "c", "major": 195, "minor": minor, "fileMode": 0o666, "uid": 0, "gid": 0}
+        for path, minor in NODES
+    ]
+    config["linux"]["resources"]["devices"] += [
+        {"allow": True, "type": "c", "major": 195, "minor": minor, "access": "rwm"} for _, minor in NODES
+    ]
+    config["linux"]["cgroupsPath"] = cgroup
+    # As containerd's CRI plugin names a pod's container.
+    config["annotations"] = {
+        "io.kubernetes.cri.sandbox-namespace": "default",
+        "io.kubernetes.cri.sandbox-name": "gpu-pod",
+        "io.kubernetes.cri.container-name": "cuda",
+    }
+    return config
+
+
+class Container:
+    def __init__(self, runc: str, root: Path, container_id: str) -> None:
+        self.runc, self.root, self.id = runc, root, container_id
+
+    def runc_args(self, *args: str) -> list[str]:
+        return [self.runc, "--root", str(self.root), *args]
+
+    def open_error(self, path: str) -> str:
+        """What opening the node for reading and writing inside the container says."""
+        result = subprocess.run(
+            self.runc_args("exec", self.id, "sh", "-c", f"echo > {path}"), capture_output=True, text=True, timeout=20
+        )
+        return result.stderr
+
+
+@pytest.fixture
+def container(tmp_path: Path) -> Iterator[Container]:
+    assert DEVICES_V1.is_dir(), "this test needs the cgroup v1 devices controller"
+    runc = need("runc")
+    made = Container(runc, tmp_path / "state", f"gpu-{tmp_path.name}"[:60])
+    cgroup = f"/nvidia-oci-hook-e2e/{made.id}"
+    bundle = write_bundle(tmp_path / "bundle", _gpu_config(bundle_rootfs(tmp_path), cgroup))
+    try:
+        # The container inherits create's stdio: a pipe would stay open until it exits.
+        subprocess.run(
+            made.runc_args("run", "--detach", "--bundle", str(bundle), made.id),
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=30,
+        )
+        yield made
+    finally:
+        subprocess.run(made.runc_args("delete", "--force", made.id), capture_output=True, timeout=30)
+
+
+def _gpu_access(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any], list[str]]:
+    status = main(["doctor", "--runtime-root", str(root), "--format", "json", *extra])
+    report = json.loads(capsys.readouterr().out)
+    check = next(check for check in report["checks"] if check["name"] == "gpu-access")
+    return status, check, report["repairs"]
+
+
+def test_a_container_that_lost_its_gpus_is_named_and_given_them_back(
+    container: Container, capsys: pytest.CaptureFixture[str]
+) -> None:
+    devices = DEVICES_V1 / "nvidia-oci-hook-e2e" / container.id
+    assert "No such device or address" in container.open_error("/dev/nvidia0"), "allowed: ENXIO, no GPU behind it"
+    _, check, _ = _gpu_access(container.root, capsys)
+    assert check["status"] == "ok" and check["summary"] == "1 GPU container(s) can open their NVIDIA devices", check
+
+    # What a reload that re-applies the rules without the NVIDIA ones leaves.
+    for _, minor in NODES:
+        (devices / "devices.deny").write_text(f"c 195:{minor} rwm\n")
+    assert "Operation not permitted" in container.open_error("/dev/nvidia0")
+    status, check, _ = _gpu_access(container.root, capsys)
+    assert status == 1 and check["status"] == "error", check
+    assert "pod default/gpu-pod container cuda" in check["summary"]
+    (line,) = check["evidence"]
+    assert "lost /dev/nvidia0 (c 195:0), /dev/nvidiactl (c 195:255)" in line and "running since 20" in line
+    assert check["fix"].startswith("restart pod default/gpu-pod container cuda")
+    # node-problem-detector's GPUAccessLost rule: one line, exit 1, the container in it.
+    assert main(["doctor", "--runtime-root", str(container.root), "--check", "gpu-access", "--format", "npd"]) == 1
+    assert capsys.readouterr().out.startswith(
+        "gpu-access: 1 running container(s) can no longer open their GPUs (Failed to initialize NVML: Unknown "
+        "Error): pod default/gpu-pod container cuda"
+    )
+
+    # Without the flag, --fix changes no running container's cgroup.
+    _, check, repairs = _gpu_access(container.root, capsys, "--fix")
+    assert check["status"] == "error" and not any("re-allow" in repair for repair in repairs), repairs
+    status, check, repairs = _gpu_access(container.root, capsys, "--fix", "--restore-device-access")
+    assert [repair for repair in repairs if "re-allow" in repair] == [
+        "fixed: re-allow c 195:0 rwm, c 195:255 rwm for pod default/gpu-pod container cuda "
+        f"({container.id[:12]}) (the spec's own rules)"
+    ], repairs
+    assert check["status"] == "ok", check
+    assert "No such device or address" in container.open_error("/dev/nvidiactl")
+    _, check, _ = _gpu_access(container.root, capsys)
+    assert check["status"] == "ok"
+    assert main(["doctor", "--runtime-root", str(container.root), "--check", "gpu-access", "--format", "npd"]) == 0
+    assert capsys.readouterr().out == "gpu-access: 1 GPU container(s) can open their NVIDIA devices\n"
+
+
+def test_restoring_needs_fix_and_checks_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--restore-device-access"]) == 2
+    assert "give --fix too" in capsys.readouterr().err
+    assert main(["doctor", "--check", "gpu-acess"]) == 2
+    assert "no check gpu-acess (checks: driver-root," in capsys.readouterr().err
