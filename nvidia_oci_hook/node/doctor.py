@@ -190,21 +190,34 @@ def modify_device_files_check(host: HostView, answer: DriverRootAnswer) -> Check
     )
 
 
+def _link(host: HostView, link: str, node: str) -> Callable[[], None]:
+    def perform() -> None:
+        os.makedirs(host.shown(posixpath.dirname(link)), exist_ok=True)
+        # Relative, as udev makes them: the link stays right when the node's root is seen from elsewhere.
+        os.symlink(posixpath.relpath(node, posixpath.dirname(link)), host.shown(link))
+
+    return perform
+
+
 def dev_char_check(host: HostView, answer: DriverRootAnswer) -> Check:
     dev_root = answer.dev_root()
     if dev_root is None:
         return Check("dev-char-links", UNKNOWN, "not judged: the driver root is not known")
     directory = posixpath.join(dev_root, "dev")
     missing = []
+    repairs = []
     for name in host.list_dir(directory):
         if name != "nvidiactl" and not name.startswith("nvidia-uvm") and gpu_index(f"/dev/{name}") is None:
             continue
-        identity = host.identity(posixpath.join(directory, name))
+        node = posixpath.join(directory, name)
+        identity = host.identity(node)
         if identity is None or identity.type != "c":
             continue
         link = f"/dev/char/{identity.major}:{identity.minor}"
         if host.link_identity(link) is None:
-            missing.append(f"{link} for {posixpath.join(directory, name)}")
+            missing.append(f"{link} for {node}")
+            if not os.path.lexists(host.shown(link)):  # a link to something else is not ours to replace
+                repairs.append(Repair(f"link {link} to {node}", _link(host, link, node)))
     if not missing:
         return Check("dev-char-links", OK, "every NVIDIA node has its /dev/char link")
     return Check(
@@ -213,7 +226,8 @@ def dev_char_check(host: HostView, answer: DriverRootAnswer) -> Check:
         f"{len(missing)} NVIDIA node{'s' if len(missing) != 1 else ''} without a /dev/char link: containers lose "
         "their GPUs when systemd reloads their cgroups",
         missing,
-        "nvidia-ctk system create-dev-char-symlinks --create-all (and the udev rule it documents)",
+        "doctor --fix creates the links; the packages' udev rule keeps them after a reboot or a driver reload",
+        repairs,
     )
 
 

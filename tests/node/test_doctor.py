@@ -239,3 +239,22 @@ def test_the_engines_and_their_cdi_libraries(
     _, out = doctor(fake_host, capsys, "--format", "json")
     engines = next(check for check in json.loads(out)["checks"] if check["name"] == "engines")
     assert engines["status"] == "unknown" and "no containerd, cri-o or podman found" in engines["summary"], engines
+
+
+def test_fix_creates_the_dev_char_links_once(
+    fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    container_driver(fake_host)  # nodes under /run/nvidia/driver/dev: the links point into the driver root
+    fake_host.symlink("/dev/char/195:254", "../null")  # someone else's link at a node's number: left alone
+    _, out = doctor(fake_host, capsys, "--check", "dev-char-links", "--fix", "--format", "json")
+    report = json.loads(out)
+    fixed = sorted(repair for repair in report["repairs"] if repair.startswith("fixed: link /dev/char/"))
+    assert fixed and all(" to /run/nvidia/driver/dev/nvidia" in repair for repair in fixed), report["repairs"]
+    assert os.readlink(fake_host.root / "dev/char/195:255") == "../../run/nvidia/driver/dev/nvidiactl"
+    assert os.readlink(fake_host.root / "dev/char/195:254") == "../null"
+    links = sorted(os.listdir(fake_host.root / "dev/char"))
+    # The second run finds nothing to create, and changes nothing.
+    _, out = doctor(fake_host, capsys, "--check", "dev-char-links", "--fix", "--format", "json")
+    again = json.loads(out)
+    assert not [repair for repair in again["repairs"] if repair.startswith("fixed: link")], again["repairs"]
+    assert sorted(os.listdir(fake_host.root / "dev/char")) == links

@@ -169,6 +169,7 @@ def test_package_contents(chroot: Path) -> None:
         *CONFFILES,
         "/lib/systemd/system/nvidia-oci-hook-cdi-reconcile.path",
         "/lib/systemd/system/nvidia-oci-hook-cdi-reconcile.service",
+        "/lib/udev/rules.d/71-nvidia-oci-hook.rules",
         "/usr/share/man/man1/nvidia-oci-hook.1.gz",
         "/usr/share/man/man1/nvidia-oci-runtime.1.gz",
         "/usr/share/bash-completion/completions/nvidia-oci-hook",

@@ -94,6 +94,7 @@ def test_metadata(rpms: dict[str, str]) -> None:
     assert not [line for line in el8 if "click" in line or "python(abi)" in line]
     files = _run(["rpm", "-qp", "--list", rpms["el8"]], env=ENV).stdout.split("\n")
     assert not [name for name in files if name.endswith((".so", ".c", ".pyx"))]
+    assert "/usr/lib/udev/rules.d/71-nvidia-oci-hook.rules" in files
     configs = _run(["rpm", "-qp", "--configfiles", rpms["el9"]], env=ENV).stdout.split()
     assert configs == ["/etc/containers/containers.conf.d/50-nvidia-oci-hook.conf", "/etc/nvidia-oci-hook/config.yaml"]
 
