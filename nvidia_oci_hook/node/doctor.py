@@ -365,6 +365,29 @@ def gpu_access_check(host: HostView, restore: bool = False, runtime_roots: tuple
     )
 
 
+def reload_risk_check(host: HostView, answer: DriverRootAnswer) -> Check:
+    """Which engine loses its GPU containers' devices when systemd applies their cgroups again, and why."""
+    from nvidia_oci_hook.node.engine_versions import installed_packages
+    from nvidia_oci_hook.node.reload_risk import engine_cgroups, link_keeper, node_configs, reload_risk, systemd_version
+
+    found, _ = installed_packages(host)
+    packages = {name: version for name, (version, _) in found.items()}
+    engines = engine_cgroups(host, node_configs(host, packages), packages)
+    if not engines:
+        return Check("reload-risk", UNKNOWN, "no cri-o, containerd or podman configured or installed")
+    links = dev_char_check(host, answer)
+    missing = len(links.evidence) if links.status == WARNING else 0
+    systemd = systemd_version(host, packages)
+    keeper = link_keeper(host)
+    risks = [reload_risk(engine, systemd, missing, keeper) for engine in engines]
+    order = {ERROR: 0, WARNING: 1, UNKNOWN: 2, OK: 3}
+    worst = min(risks, key=lambda risk: order[risk.status])
+    evidence = [risk.line for risk in risks] + [f"udev rule keeping the /dev/char links: {keeper or 'none'}"]
+    if systemd:
+        evidence.append(f"systemd {systemd}")
+    return Check("reload-risk", worst.status, worst.line, evidence)
+
+
 def engines_check(host: HostView) -> Check:
     """The engines installed and their releases: which CDI library reads each one's specs (lint --node, and the
     engine-configs check below, judge the spec directories with them)."""
@@ -446,6 +469,7 @@ def run_checks(
         checks.append(Check("nvml", UNKNOWN, "not read: --host-root is not / (NVML would report this machine)"))
     checks.append(cdi_specs_check(host, settings))
     checks.append(gpu_access_check(host, restore_device_access, runtime_roots))
+    checks.append(reload_risk_check(host, answer))
     checks.append(engines_check(host))
     # The engines' configs are linted on a fresh view: the repairs above may have changed the node.
     checks.append(engine_configs_check(host_root, settings))
@@ -485,6 +509,7 @@ CHECK_NAMES = (
     "nvml",
     "cdi-specs",
     "gpu-access",
+    "reload-risk",
     "engines",
     "engine-configs",
 )

@@ -217,31 +217,39 @@ def parse_version_output(engine: str, output: str) -> Optional[str]:
     return None
 
 
-def installed_engines(host: HostView) -> tuple[list[EngineRelease], list[tuple[str, str]]]:
-    """The engines found, and (place, what) for the report's list of places looked at."""
+def installed_packages(host: HostView) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]]]:
+    """Package name -> (version, the database it was read from, as shown) from the dpkg and rpm databases under
+    the host root, and (place, what) for the report's list of places looked at."""
     looked: list[tuple[str, str]] = []
+    packages: dict[str, tuple[str, str]] = {}
     dpkg_text = host.read_text(DPKG_STATUS, limit=64 << 20)
-    dpkg = _dpkg_installed(dpkg_text) if dpkg_text is not None else {}
+    if dpkg_text is not None:
+        shown = host.shown(DPKG_STATUS)
+        packages.update({name: (version, shown) for name, version in _dpkg_installed(dpkg_text).items()})
     looked.append((host.shown(DPKG_STATUS), "dpkg status" if dpkg_text is not None else "not present"))
-    rpm: dict[str, str] = {}
-    rpm_source = None
     for database in RPM_DATABASES:
         real = host.real_path(database)
         if real is not None and os.path.isfile(real):
             rpm = _rpm_bdb_installed(real) if database.endswith("/Packages") else _rpm_installed(real)
-            rpm_source = host.shown(database)
-            looked.append((rpm_source, "rpm database"))
+            shown = host.shown(database)
+            for name, version in rpm.items():
+                packages.setdefault(name, (version, shown))
+            looked.append((shown, "rpm database"))
             break
+    return packages, looked
+
+
+def installed_engines(host: HostView) -> tuple[list[EngineRelease], list[tuple[str, str]]]:
+    """The engines found, and (place, what) for the report's list of places looked at."""
+    packages, looked = installed_packages(host)
     found: list[EngineRelease] = []
-    for engine, packages in PACKAGES.items():
+    for engine, names in PACKAGES.items():
         release = _from_binary(host, engine)
         if release is None or release.version is None:
-            for package in packages:
-                if package in dpkg:
-                    release = EngineRelease(engine, upstream_version(dpkg[package]), host.shown(DPKG_STATUS), package)
-                    break
-                if package in rpm and rpm_source is not None:
-                    release = EngineRelease(engine, upstream_version(rpm[package]), rpm_source, package)
+            for package in names:
+                if package in packages:
+                    version, source = packages[package]
+                    release = EngineRelease(engine, upstream_version(version), source, package)
                     break
         if release is not None:
             found.append(release)
