@@ -1,5 +1,6 @@
-"""A running GPU container that loses its device rules, found by `doctor` and given them back, under real runc on
-this machine's cgroup v1 devices controller. Needs root and runc (scripts/setup test installs it).
+"""A running GPU container that loses its device rules, found by `doctor` and given them back, under real runc and
+under containerd through CRI, on this machine's cgroup v1 devices controller. Needs root, runc and containerd
+(scripts/setup test installs them).
 
 The container is given real NVIDIA nodes (c 195:0 and c 195:255) and no GPU is needed: where its cgroup allows
 them, opening one gives ENXIO (no driver behind it); where the cgroup does not, EPERM, as on a node whose GPU
@@ -9,7 +10,10 @@ container lost access after a cgroup reload.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,11 @@ from typing import Any
 import pytest
 
 from nvidia_oci_hook.cli import main
+from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.node.containers import running_containers
+from nvidia_oci_hook.node.doctor import gpu_access_check
 from tests.e2e.bundles import base_config, bundle_rootfs, need, write_bundle
+from tests.e2e.cri import CRIDaemon, run_pod_container
 
 pytestmark = [pytest.mark.root, pytest.mark.runtime]
 
@@ -134,3 +142,53 @@ def test_restoring_needs_fix_and_checks_are_named(capsys: pytest.CaptureFixture[
     assert "give --fix too" in capsys.readouterr().err
     assert main(["doctor", "--check", "gpu-acess"]) == 2
     assert "no check gpu-acess (checks: driver-root," in capsys.readouterr().err
+
+
+def test_a_containerd_pod_that_lost_its_gpus_is_named_from_its_cri_annotations(tmp_path: Path) -> None:
+    """The same under containerd through CRI: the devices a device plugin would hand over, the names kubelet
+    gives, containerd's runc shim keeping the state. doctor runs while the container does."""
+    nodes = tmp_path / "nodes"
+    nodes.mkdir()
+    for name, minor in (("nvidia0", 0), ("nvidiactl", 255)):
+        os.mknod(nodes / name, 0o666 | 0o020000, os.makedev(195, minor))
+    seen: dict[str, Any] = {}
+
+    def doctor_meanwhile(root: Path) -> None:
+        host = HostView("/")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            found = [c for c in running_containers(host, (str(root),)) if "container main" in c.name]
+            if found:
+                break
+            time.sleep(0.05)
+        else:
+            seen["error"] = "the container never showed up in the runtime's state"
+            return
+        (container,) = found
+        seen["name"] = container.name
+        seen["healthy"] = gpu_access_check(host, runtime_roots=(str(root),)).status
+        assert container.devices_cgroup is not None
+        for minor in (0, 255):
+            Path(container.devices_cgroup, "devices.deny").write_text(f"c 195:{minor} rwm\n")
+        lost = gpu_access_check(host, restore=True, runtime_roots=(str(root),))
+        seen["lost"] = (lost.status, lost.summary)
+        for repair in lost.repairs:
+            repair.perform()
+        seen["restored"] = gpu_access_check(host, runtime_roots=(str(root),)).status
+
+    with CRIDaemon.start() as daemon:
+        watcher = threading.Thread(target=doctor_meanwhile, args=(daemon.workdir / "runc" / "k8s.io",))
+        watcher.start()
+        # Long enough for doctor's three looks; the container reports what opening the node gives at the end.
+        script = "sleep 6; echo > /dev/nvidia0 2>&1; echo done"
+        devices = [(str(nodes / "nvidia0"), "/dev/nvidia0", "rwm"), (str(nodes / "nvidiactl"), "/dev/nvidiactl", "rwm")]
+        result = run_pod_container(daemon, command=["sh", "-c", script], devices=devices, timeout=40)
+        watcher.join(timeout=30)
+    assert "error" not in seen, seen
+    assert result.ran, result.error
+    assert seen["name"].startswith("pod e2e/") and " container main (" in seen["name"], seen
+    assert seen["healthy"] == "ok" and seen["restored"] == "ok", seen
+    status, summary = seen["lost"]
+    assert status == "error" and seen["name"] in summary, seen
+    # Restored before its end, the container opens the node again: ENXIO, no GPU behind it.
+    assert "No such device or address" in result.output, result.output
