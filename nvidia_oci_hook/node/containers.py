@@ -5,8 +5,8 @@ A GPU container that worked for hours loses its GPUs when its device cgroup is a
 rules (a `systemctl daemon-reload` under the systemd cgroup driver with runc 1.1.3 to 1.1.6, rules that legacy
 injection added behind the engine's back, an update that re-applies an empty list): `open("/dev/nvidiactl")`
 then fails with EPERM and NVML says `Unknown Error`. On cgroup v1 the rules in force are the cgroup's
-`devices.list`; cgroup v2 keeps them in an eBPF program that cannot be read back, so there the verdict is
-"unknown" here.
+`devices.list`; cgroup v2 keeps them in an eBPF program that cannot be read back, so there a probe opens each
+node from inside the container's cgroup and mount namespace (`probe_open`).
 
 State is read where the runtimes keep it: runc's `state.json` under `/run/runc` (runc's default root, which
 cri-o and podman use) and under `/run/containerd/runc/NAMESPACE` (containerd's runc shim), crun's `status`
@@ -15,6 +15,7 @@ under `/run/crun`, and any other root given.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ RUNC_ROOTS = ("/run/runc",)
 CONTAINERD_RUNC_ROOT = "/run/containerd/runc"
 CRUN_ROOTS = ("/run/crun",)
 DEVICES_V1 = "/sys/fs/cgroup/devices"
+# Present where /sys/fs/cgroup is the cgroup v2 hierarchy itself.
+CGROUP_V2_MARKER = "/sys/fs/cgroup/cgroup.controllers"
 # The pod and container names the engines put in a container's annotations: containerd's CRI plugin, cri-o.
 NAME_ANNOTATIONS = (
     ("io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name", "io.kubernetes.cri.container-name"),
@@ -61,6 +64,7 @@ class RunningContainer:
     spec: Optional[dict[str, Any]]
     created: Optional[str]
     devices_cgroup: Optional[str]  # the cgroup v1 devices directory, as a host path
+    cgroup_v2: Optional[str] = None  # the cgroup v2 directory, where the device rules are an eBPF program
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -154,6 +158,8 @@ def _runc_container(host: HostView, state_path: str) -> Optional[RunningContaine
     bundle = next((label[7:] for label in labels if isinstance(label, str) and label.startswith("bundle=")), None)
     paths: dict[str, Any] = state["cgroup_paths"] if isinstance(state.get("cgroup_paths"), dict) else {}
     devices = paths.get("devices") if isinstance(paths.get("devices"), str) else None
+    # runc keeps the unified hierarchy's path under the empty controller name.
+    unified = paths.get("") if isinstance(paths.get(""), str) else None
     created = state.get("created") if isinstance(state.get("created"), str) else None
     return RunningContainer(
         str(state.get("id") or os.path.basename(os.path.dirname(state_path))),
@@ -164,6 +170,7 @@ def _runc_container(host: HostView, state_path: str) -> Optional[RunningContaine
         _spec(host, bundle),
         created,
         devices,
+        unified if devices is None else None,
     )
 
 
@@ -176,7 +183,8 @@ def _crun_container(host: HostView, status_path: str) -> Optional[RunningContain
         return None
     bundle = status.get("bundle") if isinstance(status.get("bundle"), str) else None
     cgroup = status.get("cgroup-path") if isinstance(status.get("cgroup-path"), str) else None
-    devices = os.path.join(DEVICES_V1, cgroup.lstrip("/")) if cgroup else None
+    unified = host.exists(CGROUP_V2_MARKER)
+    devices = os.path.join(DEVICES_V1, cgroup.lstrip("/")) if cgroup and not unified else None
     created = status.get("created") if isinstance(status.get("created"), str) else None
     return RunningContainer(
         os.path.basename(os.path.dirname(status_path)),
@@ -187,6 +195,7 @@ def _crun_container(host: HostView, status_path: str) -> Optional[RunningContain
         _spec(host, bundle),
         created,
         devices,
+        os.path.join("/sys/fs/cgroup", cgroup.lstrip("/")) if cgroup and unified else None,
     )
 
 
@@ -241,7 +250,10 @@ def device_access(host: HostView, containers: list[RunningContainer]) -> list[Ac
         if not given:
             continue
         if container.devices_cgroup is None:
-            results.append(Access(container, given, [], False, "no cgroup v1 devices controller for it"))
+            if container.cgroup_v2 and host.root == "/":
+                results.append(_probed(container, given))
+            else:
+                results.append(Access(container, given, [], False, "no cgroup v1 devices controller for it"))
             continue
         devices_list = host.read_text(os.path.join(container.devices_cgroup, "devices.list"))
         if devices_list is None:
@@ -250,6 +262,27 @@ def device_access(host: HostView, containers: list[RunningContainer]) -> list[Ac
         lost = [device for device in given if not v1_allows(devices_list, device)]
         results.append(Access(container, given, lost, True))
     return results
+
+
+# What a probe's open gives where the cgroup allows the node: success, or the driver's own refusal (no GPU
+# behind the node, no driver loaded).
+_ALLOWED_ERRNOS = (0, errno.ENXIO, errno.ENODEV, errno.ENOENT)
+
+
+def _probed(container: RunningContainer, given: list[GivenDevice]) -> Access:
+    """The cgroup v2 verdict: each node opened from inside the container's cgroup and mount namespace."""
+    assert container.cgroup_v2 is not None
+    procs = os.path.join(container.cgroup_v2, "cgroup.procs")
+    lost = []
+    for device in given:
+        code = probe_open(container.pid, procs, device)
+        if code is None:
+            return Access(container, given, [], False, f"the open probe could not join {container.cgroup_v2}")
+        if code == errno.EPERM:
+            lost.append(device)
+        elif code not in _ALLOWED_ERRNOS:
+            return Access(container, given, [], False, f"opening {device.path} gave {errno.errorcode.get(code, code)}")
+    return Access(container, given, lost, True)
 
 
 def spec_rules_for(spec: Optional[dict[str, Any]], device: GivenDevice) -> list[str]:
@@ -274,3 +307,52 @@ def spec_rules_for(spec: Optional[dict[str, Any]], device: GivenDevice) -> list[
         shown_minor = "*" if minor in (None, -1) else str(minor)
         found.append(f"{kind} {shown_major}:{shown_minor} {access}")
     return found
+
+
+CLONE_NEWNS = 0x00020000
+
+
+def probe_open(pid: int, cgroup_procs: str, device: GivenDevice) -> Optional[int]:
+    """Open the node as the container would: a child joins the container's cgroup (cgroup_procs: the cgroup.procs
+    file of the cgroup its device rules apply to) and mount namespace, opens the node read-write, and exits. The
+    errno it met (0: opened), or None when the probe could not be made. Nothing is left behind: the child is gone,
+    the cgroup and the namespace are the container's own.
+
+    On cgroup v2, where the rules are an eBPF program attached to the container's cgroup, this is the only way to
+    learn them; on cgroup v1 it sees what devices.list says."""
+    import ctypes
+
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe, and never returns
+        code = -1
+        try:
+            os.close(reader)
+            with open(cgroup_procs, "w", encoding="ascii") as handle:
+                handle.write(str(os.getpid()))
+            namespace = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+            if ctypes.CDLL(None, use_errno=True).setns(namespace, CLONE_NEWNS) != 0:
+                raise OSError(ctypes.get_errno(), "setns")
+            try:
+                os.close(os.open(device.path, os.O_RDWR | os.O_CLOEXEC))
+                code = 0
+            except OSError as exc:
+                code = exc.errno or -1
+        except BaseException:
+            code = -1
+        finally:
+            try:
+                os.write(writer, str(code).encode())
+            finally:
+                os._exit(0)
+    os.close(writer)
+    try:
+        answer = os.read(reader, 16)
+    finally:
+        os.close(reader)
+        os.waitpid(child, 0)
+    try:
+        code = int(answer)
+    except ValueError:
+        return None
+    return None if code < 0 else code

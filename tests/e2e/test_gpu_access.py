@@ -9,6 +9,7 @@ container lost access after a cgroup reload.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ import pytest
 
 from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.node.containers import running_containers
+from nvidia_oci_hook.node.containers import GivenDevice, probe_open, running_containers
 from nvidia_oci_hook.node.doctor import gpu_access_check
 from tests.e2e.bundles import base_config, bundle_rootfs, need, write_bundle
 from tests.e2e.cri import CRIDaemon, run_pod_container
@@ -104,10 +105,20 @@ def test_a_container_that_lost_its_gpus_is_named_and_given_them_back(
     _, check, _ = _gpu_access(container.root, capsys)
     assert check["status"] == "ok" and check["summary"] == "1 GPU container(s) can open their NVIDIA devices", check
 
+    # The probe cgroup v2 needs, made here on v1: a child in the container's cgroup and mount namespace opens the
+    # node as the container would, and is gone after.
+    (found,) = [c for c in running_containers(HostView("/"), (str(container.root),)) if c.id == container.id]
+    procs = str(devices / "cgroup.procs")
+    nvidia0 = GivenDevice("/dev/nvidia0", "c", 195, 0)
+    members = (devices / "cgroup.procs").read_text()
+    assert probe_open(found.pid, procs, nvidia0) == errno.ENXIO
+
     # What a reload that re-applies the rules without the NVIDIA ones leaves.
     for _, minor in NODES:
         (devices / "devices.deny").write_text(f"c 195:{minor} rwm\n")
     assert "Operation not permitted" in container.open_error("/dev/nvidia0")
+    assert probe_open(found.pid, procs, nvidia0) == errno.EPERM
+    assert (devices / "cgroup.procs").read_text() == members, "the probe left a process in the container's cgroup"
     status, check, _ = _gpu_access(container.root, capsys)
     assert status == 1 and check["status"] == "error", check
     assert "pod default/gpu-pod container cuda" in check["summary"]
