@@ -120,7 +120,21 @@ def _read_containerd(host: HostView, loader: Loader, node: Collection, facts: No
 
     document = loader(host.shown(CONTAINERD_CONFIG), "containerd")
     node.documents.append(document)
-    facts.cdi_dirs["containerd"] = containerd.cdi_spec_dirs(document.value) or DEFAULT_CDI_SPEC_DIRS
+    if _containerd_reads_cdi(containerd.ContainerdConfig(document.value), facts.releases.get("containerd")):
+        facts.cdi_dirs["containerd"] = containerd.cdi_spec_dirs(document.value) or DEFAULT_CDI_SPEC_DIRS
+
+
+def _containerd_reads_cdi(config: Any, release: Optional[EngineRelease]) -> bool:
+    """enable_cdi as set, else containerd's default: off in 1.7, on from 2.0 (1.6 reads no CDI at all). Where
+    the release is not known, a version 3 configuration is 2.x's own; an older one is taken to be read."""
+    if release is not None and release.version and version_key(release.version) < (1, 7):
+        return False
+    enabled = (config.cri or {}).get("enable_cdi")
+    if isinstance(enabled, bool):
+        return enabled
+    if release is not None and release.version:
+        return version_key(release.version) >= (2,)
+    return True
 
 
 def _read_podman(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:

@@ -210,3 +210,24 @@ def test_a_node_with_no_package_database_says_so(fake_host: FakeHost) -> None:
     fake_host.root.mkdir(exist_ok=True)
     found, looked = installed_engines(HostView(str(fake_host.root)))
     assert found == [] and looked == [(f"{fake_host.root}/var/lib/dpkg/status", "not present")]
+
+
+@pytest.mark.parametrize(
+    "version, enable_cdi, judged",
+    [("1.7.24~ds1-6", None, False), ("1.7.24~ds1-6", "true", True), ("2.1.4~ds1-1", None, True),
+     ("2.1.4~ds1-1", "false", False), ("1.6.20~ds1-1", "true", False)],
+)  # fmt: skip
+def test_containerd_s_specs_are_judged_only_where_it_reads_them(
+    version: str, enable_cdi: str, judged: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "node"
+    write(root, "/var/lib/dpkg/status", dpkg_status(containerd=version))
+    cri = '[plugins."io.containerd.grpc.v1.cri"]\n' + (f"  enable_cdi = {enable_cdi}\n" if enable_cdi else "")
+    write(root, "/etc/containerd/config.toml", "version = 2\n" + cri)
+    write(root, "/etc/cdi/nvidia.yaml", SPEC_1_1)
+    _, report = lint_node(root, capsys)
+    refusals = [finding["message"] for finding in _findings(report) if finding["code"] == "CDI004"]
+    # Every containerd release here vendors a library older than 1.1.0: judged, the spec is refused.
+    assert len(refusals) == (1 if judged else 0), refusals
+    if judged:
+        assert refusals[0].startswith(f"containerd {version.split('~')[0]} (CDI library ")
