@@ -10,7 +10,8 @@ node from inside the container's cgroup and mount namespace (`probe_open`).
 
 State is read where the runtimes keep it: runc's `state.json` under `/run/runc` (runc's default root, which
 cri-o and podman use) and under `/run/containerd/runc/NAMESPACE` (containerd's runc shim), crun's `status`
-under `/run/crun`, and any other root given.
+under `/run/crun`, the roots the engines' configurations name (cri-o's `runtime_root`, the `Root` option of
+containerd's runc handlers), and any other root given.
 """
 
 from __future__ import annotations
@@ -199,16 +200,44 @@ def _crun_container(host: HostView, status_path: str) -> Optional[RunningContain
     )
 
 
+def configured_roots(host: HostView) -> tuple[list[str], list[str]]:
+    """The state roots the engines' configurations name: cri-o's runtime_root of each runtime (after its
+    drop-ins), and the Root option of containerd's runc handlers, which holds one directory per namespace.
+    Returns (roots, containerd roots)."""
+    from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
+    from nvidia_oci_hook.node.engines import CONTAINERD_CONFIG, CRIO_DROPINS, CRIO_MAIN
+    from nvidia_oci_hook.node.reload_risk import dig, read_toml
+
+    roots: list[str] = []
+    crio_files = [CRIO_MAIN] + [
+        os.path.join(CRIO_DROPINS, name) for name in sorted(host.list_dir(CRIO_DROPINS)) if not name.startswith(".")
+    ]
+    for path in crio_files:
+        runtimes = dig(read_toml(host, path), "crio", "runtime", "runtimes")
+        for table in runtimes.values() if isinstance(runtimes, dict) else []:
+            root = dig(table, "runtime_root")
+            if isinstance(root, str) and root.startswith("/") and root not in roots:
+                roots.append(root)
+    containerd_roots: list[str] = []
+    config = read_toml(host, CONTAINERD_CONFIG)
+    if config is not None:
+        for runtime in ContainerdConfig(config).runtimes():
+            _, root = runtime.option("Root")
+            if runtime.is_runc and isinstance(root, str) and root.startswith("/") and root not in containerd_roots:
+                containerd_roots.append(root)
+    return roots, containerd_roots
+
+
 def state_roots(host: HostView, extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """(runtime, root directory) for every state root to look in."""
-    roots = [("runc", root) for root in (*RUNC_ROOTS, *extra)]
-    containerd = host.shown(CONTAINERD_RUNC_ROOT)
-    if os.path.isdir(containerd):
-        roots += [
-            ("runc", os.path.join(CONTAINERD_RUNC_ROOT, namespace)) for namespace in sorted(os.listdir(containerd))
-        ]
-    roots += [("crun", root) for root in (*CRUN_ROOTS, *extra)]
-    return roots
+    """(runtime, root directory) for every state root to look in: the standard ones, the engines'
+    configurations' and extra; a root may hold runc's state or crun's."""
+    named, containerd_named = configured_roots(host)
+    plain = list(dict.fromkeys((*RUNC_ROOTS, *CRUN_ROOTS, *named, *extra)))
+    for parent in (CONTAINERD_RUNC_ROOT, *containerd_named):
+        directory = host.shown(parent)
+        if os.path.isdir(directory):
+            plain += [os.path.join(parent, namespace) for namespace in sorted(os.listdir(directory))]
+    return [(runtime, root) for root in dict.fromkeys(plain) for runtime in ("runc", "crun")]
 
 
 def running_containers(host: HostView, extra_roots: tuple[str, ...] = ()) -> list[RunningContainer]:

@@ -165,7 +165,8 @@ def _program(runtime: str) -> str:
     return "runc" if "runc" in runtime else "crun"
 
 
-def _toml(host: HostView, path: str) -> Optional[dict[str, Any]]:
+def read_toml(host: HostView, path: str) -> Optional[dict[str, Any]]:
+    """A TOML file under the host root, parsed; None where it is absent (an unparsable one is empty)."""
     from nvidia_oci_hook.formats.tomltext import parse_toml
 
     text = host.read_text(path)
@@ -175,7 +176,7 @@ def _toml(host: HostView, path: str) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else {}
 
 
-def _dig(value: Any, *keys: str) -> Any:
+def dig(value: Any, *keys: str) -> Any:
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
     return value
@@ -194,28 +195,28 @@ def node_configs(host: HostView, packages: dict[str, str]) -> dict[str, dict[str
     crio: dict[str, Any] = {}
     present = False
     for path in crio_files:
-        value = _toml(host, path)
+        value = read_toml(host, path)
         if value is None:
             continue
         present = True
-        runtime = _dig(value, "crio", "runtime")
+        runtime = dig(value, "crio", "runtime")
         for key in ("cgroup_manager", "default_runtime"):
-            if isinstance(_dig(runtime, key), str):
+            if isinstance(dig(runtime, key), str):
                 crio[key] = runtime[key]
     if present or "cri-o" in packages:
         found["crio"] = crio
-    containerd = _toml(host, CONTAINERD_CONFIG)
+    containerd = read_toml(host, CONTAINERD_CONFIG)
     if containerd is not None or "containerd" in packages or "containerd.io" in packages:
         config = ContainerdConfig(containerd or {})
-        default = _dig(config.cri_containerd(), "default_runtime_name") or "runc"
+        default = dig(config.cri_containerd(), "default_runtime_name") or "runc"
         systemd = any(
             runtime.name == default and runtime.is_runc and runtime.option("SystemdCgroup")[1] is True
             for runtime in config.runtimes()
         )
         found["containerd"] = {"systemd_cgroup": systemd}
-    podman = _toml(host, CONTAINERS_CONF)
+    podman = read_toml(host, CONTAINERS_CONF)
     if podman is not None or "podman" in packages:
-        engine = _dig(podman, "engine") or {}
+        engine = dig(podman, "engine") or {}
         found["podman"] = {
             key: engine[key] for key in ("cgroup_manager", "runtime") if isinstance(engine.get(key), str)
         }

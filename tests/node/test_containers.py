@@ -100,8 +100,8 @@ def test_containers_are_found_where_each_engine_s_runtime_keeps_them(tmp_path: P
 
     host = HostView(str(root))
     containers = running_containers(host)
-    assert [(container.id, container.runtime) for container in containers] == [
-        ("aaa", "runc"), ("ddd", "runc"), ("bbb", "runc"), ("ccc", "crun"),
+    assert sorted((container.id, container.runtime) for container in containers) == [
+        ("aaa", "runc"), ("bbb", "runc"), ("ccc", "crun"), ("ddd", "runc"),
     ]  # fmt: skip
     accesses = {access.container.id: access for access in device_access(host, containers)}
     assert sorted(accesses) == ["aaa", "bbb", "ccc"]
@@ -132,3 +132,18 @@ def test_every_check_doctor_makes_is_one_it_names(tmp_path: Path) -> None:
     from nvidia_oci_hook.node.doctor import CHECK_NAMES, run_checks
 
     assert tuple(check.name for check in run_checks(str(tmp_path), Settings(), nvml=False)) == CHECK_NAMES
+
+
+def test_the_roots_the_engines_configurations_name_are_looked_in(tmp_path: Path) -> None:
+    root = tmp_path / "node"
+    _write(root, "/etc/crio/crio.conf.d/10-gpu.conf",
+           '[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/bin/nvidia-oci-runtime"\n'
+           'runtime_root = "/run/nvidia-runc"\n')  # fmt: skip
+    _write(root, "/etc/containerd/config.toml",
+           'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+           '  runtime_type = "io.containerd.runc.v2"\n'
+           '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+           '    Root = "/run/kube/runc"\n')  # fmt: skip
+    _write(root, "/run/nvidia-runc/fff/state.json", {"id": "fff", "init_process_pid": 5, "config": {}})
+    _write(root, "/run/kube/runc/k8s.io/ggg/state.json", {"id": "ggg", "init_process_pid": 6, "config": {}})
+    assert sorted(container.id for container in running_containers(HostView(str(root)))) == ["fff", "ggg"]
