@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import difflib
 import glob
+import json
 import os
 import posixpath
+import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,7 +24,9 @@ from nvidia_oci_hook import io
 
 MARKER = "# Written by nvidia-oci-hook configure; nvidia-oci-hook configure --undo removes it."
 LINE_MARKER = "# Added by nvidia-oci-hook configure (--undo removes this line and the next)."
-RUNTIME = "/usr/bin/nvidia-oci-runtime"
+# Where the packages install the wrapper, then where a hand-made install puts it.
+RUNTIME_CANDIDATES = ("/usr/bin/nvidia-oci-runtime", "/usr/local/bin/nvidia-oci-runtime")
+GUARD_FILE = "nvidia-oci-hook-guard.json"
 HANDLER = "nvidia"
 SHARED_HOOKS = "/usr/share/containers/oci/hooks.d"
 ADMIN_HOOKS = "/etc/containers/oci/hooks.d"
@@ -104,7 +108,44 @@ def _drop_in_files(root: str, directory: str, exclude: str) -> list[str]:
     return [posixpath.join(directory, name) for name in names if posixpath.join(directory, name) != exclude]
 
 
+def _runtime(root: str, engine: str) -> str:
+    """The wrapper's path as the engine will run it: one that exists. An engine drops a handler whose runtime
+    does not (cri-o: `invalid runtime_path`), and every pod asking for it then fails."""
+    for path in RUNTIME_CANDIDATES:
+        real = _real(root, path)
+        if os.path.isfile(real) and os.access(real, os.X_OK):
+            return path
+    found = shutil.which("nvidia-oci-runtime") if root == "/" else None
+    if found is not None:
+        return os.path.abspath(found)
+    where = ", ".join(_real(root, path) for path in RUNTIME_CANDIDATES) + (" or PATH" if root == "/" else "")
+    raise ConfigureError(
+        f"no nvidia-oci-runtime in {where}: install the package, or write the launchers with "
+        f"python -m nvidia_oci_hook.launcher /usr/local/bin; {engine} would drop a handler whose runtime is missing"
+    )
+
+
+def _check_guard(root: str) -> None:
+    """The guard's hooks.d file, where the packages put it, must name a program that exists: the engine runs the
+    hook as the file says, and a missing program fails every container."""
+    path = posixpath.join(SHARED_HOOKS, GUARD_FILE)
+    text = _read(root, path)
+    if text is None:
+        return
+    try:
+        program = json.loads(text).get("hook", {}).get("path")
+    except (ValueError, AttributeError):
+        return  # lint reports a broken hooks.d file; configure only adds the directory
+    if isinstance(program, str) and program.startswith("/") and not os.path.exists(_real(root, program)):
+        raise ConfigureError(
+            f"{_real(root, path)} runs {program}, which does not exist: reinstall the package, or point hook.path "
+            "at the installed nvidia-oci-hook"
+        )
+
+
 def _crio(root: str) -> list[FileChange]:
+    runtime = _runtime(root, "cri-o")
+    _check_guard(root)
     hooks: Any = None
     for path in ["/etc/crio/crio.conf", *_drop_in_files(root, "/etc/crio/crio.conf.d", CRIO_DROP_IN)]:
         if os.path.isfile(_real(root, path)):
@@ -118,7 +159,7 @@ def _crio(root: str) -> list[FileChange]:
         "[crio.runtime]\n"
         f"hooks_dir = {_toml_list(hooks_dir)}\n\n"
         f"[crio.runtime.runtimes.{HANDLER}]\n"
-        f'runtime_path = "{RUNTIME}"\n'
+        f'runtime_path = "{runtime}"\n'
         'runtime_type = "oci"\n'
         f'runtime_root = "/run/{HANDLER}-oci-runtime"\n'
     )
@@ -126,6 +167,8 @@ def _crio(root: str) -> list[FileChange]:
 
 
 def _podman(root: str) -> list[FileChange]:
+    runtime = _runtime(root, "podman")
+    _check_guard(root)
     hooks: Any = None
     paths = ["/usr/share/containers/containers.conf", "/etc/containers/containers.conf"]
     paths += _drop_in_files(root, "/etc/containers/containers.conf.d", PODMAN_DROP_IN)
@@ -141,12 +184,13 @@ def _podman(root: str) -> list[FileChange]:
         "[engine]\n"
         f"hooks_dir = {_toml_list(hooks_dir)}\n\n"
         "[engine.runtimes]\n"
-        f'{HANDLER} = ["{RUNTIME}"]\n'
+        f'{HANDLER} = ["{runtime}"]\n'
     )
     return [FileChange(PODMAN_DROP_IN, _read(root, PODMAN_DROP_IN), text)]
 
 
 def _containerd(root: str) -> list[FileChange]:
+    runtime_program = _runtime(root, "containerd")
     main_text = _read(root, CONTAINERD_CONFIG)
     if main_text is None:
         raise ConfigureError(
@@ -177,7 +221,7 @@ def _containerd(root: str) -> list[FileChange]:
         'runtime_type = "io.containerd.runc.v2"\n'
         'container_annotations = ["cdi.k8s.io/*"]\n\n'
         f"[{runtime}.options]\n"
-        f'BinaryName = "{RUNTIME}"\n'
+        f'BinaryName = "{runtime_program}"\n'
         + (f"SystemdCgroup = {'true' if systemd else 'false'}\n" if systemd is not None else "")
     )
     changes = [FileChange(CONTAINERD_DROP_IN, _read(root, CONTAINERD_DROP_IN), drop_in)]

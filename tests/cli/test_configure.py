@@ -25,13 +25,19 @@ version = 2
 """
 
 
-def _root(tmp_path: Path, files: dict[str, str]) -> Path:
+def _root(tmp_path: Path, files: dict[str, str], runtime: str = "/usr/bin/nvidia-oci-runtime") -> Path:
+    """A node with the files, and the wrapper where the packages install it (runtime "": none at all)."""
     root = tmp_path / "node"
     for path, text in files.items():
         target = root / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    root.mkdir(exist_ok=True)
+    if runtime:
+        program = root / runtime.lstrip("/")
+        program.parent.mkdir(parents=True, exist_ok=True)
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
+    root.mkdir(parents=True, exist_ok=True)
     return root
 
 
@@ -110,3 +116,32 @@ def test_undo_leaves_files_it_did_not_write(tmp_path: Path, capsys: pytest.Captu
     status, out, _ = _configure(capsys, root, "--runtime", "crio", "--undo")
     assert (status, out) == (0, "crio: nothing to undo\n")
     assert (root / "etc/crio/crio.conf.d/99-nvidia-oci-hook.conf").read_text() == "someone else's\n"
+
+
+@pytest.mark.parametrize("engine", ["crio", "containerd", "podman"])
+def test_the_runtime_written_is_one_that_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str
+) -> None:
+    files = {"/etc/containerd/config.toml": CONTAINERD} if engine == "containerd" else {}
+    # Not installed at all: refused, since the engine would drop the handler and every pod asking for it fail.
+    root = _root(tmp_path / "none", files, runtime="")
+    status, out, err = _configure(capsys, root, "--runtime", engine)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert "no nvidia-oci-runtime in" in err and "would drop a handler whose runtime is missing" in err
+    assert not (root / "etc/crio/crio.conf.d").exists() and not (root / "etc/containerd/conf.d").exists()
+    # Installed by hand under /usr/local/bin: that path is written.
+    root = _root(tmp_path / "local", files, runtime="/usr/local/bin/nvidia-oci-runtime")
+    status, out, _ = _configure(capsys, root, "--runtime", engine)
+    written = "\n".join(path.read_text() for path in root.rglob("*nvidia-oci-hook*") if path.is_file())
+    assert status == 0 and '"/usr/local/bin/nvidia-oci-runtime"' in written and "/usr/bin/nvidia-oci" not in written
+
+
+def test_a_guard_file_naming_a_missing_program_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    guard = {"version": "1.0.0", "hook": {"path": "/usr/bin/nvidia-oci-hook"}, "when": {"always": True},
+             "stages": ["createRuntime"]}  # fmt: skip
+    root = _root(tmp_path, {"/usr/share/containers/oci/hooks.d/nvidia-oci-hook-guard.json": json.dumps(guard)})
+    status, _, err = _configure(capsys, root, "--runtime", "crio")
+    assert status == 2 and "runs /usr/bin/nvidia-oci-hook, which does not exist" in err, err
+    (root / "usr/bin/nvidia-oci-hook").write_text("#!/bin/sh\n")
+    status, _, _ = _configure(capsys, root, "--runtime", "crio")
+    assert status == 0

@@ -41,3 +41,14 @@ def test_a_misspelt_runtimes_table_is_named_as_cri_o_reads_it(tmp_path: Path) ->
     path.write_text('[crio.runtime]\ndefault_runtime = "nvidia"\n')
     (result,) = lint_paths([str(path)], LintOptions(offline=True)).files
     assert codes(result.findings) == []
+
+
+def test_cro102_names_the_hooks_file_the_packages_install(tmp_path: Path) -> None:
+    from nvidia_oci_hook.rules.crio.hooks_and_cdi_dirs import PROJECT_HOOK_FILE
+
+    assert (Path(__file__).resolve().parents[2] / "hooks" / PROJECT_HOOK_FILE).is_file()
+    path = tmp_path / "crio.conf"
+    path.write_text('[crio.runtime]\nhooks_dir = ["/etc/containers/oci/hooks.d"]\n')
+    (result,) = lint_paths([str(path)], LintOptions(offline=True)).files
+    (finding,) = [finding for finding in result.findings if finding.code == "CRO102"]
+    assert "where nvidia-oci-hook-guard.json is installed" in finding.message

@@ -12,9 +12,9 @@ from nvidia_oci_hook.kinds.crio.key_table import HOOKS_DIR_DEFAULT
 from nvidia_oci_hook.rules.base import Context
 from nvidia_oci_hook.rules.crio.config_view import crio_rule, quote_list, strings_at, view
 
-# Where this project installs nvidia-oci-hook.json.
+# Where the packages install the guard's hooks.d file (hooks/ in the source tree).
 PROJECT_HOOKS_DIR = "/usr/share/containers/oci/hooks.d"
-PROJECT_HOOK_FILE = "nvidia-oci-hook.json"
+PROJECT_HOOK_FILE = "nvidia-oci-hook-guard.json"
 
 
 def _normal(path: str) -> str:
@@ -26,8 +26,8 @@ def hooks_dir_misses_hook(value: Any, context: Context) -> Iterator[Problem]:
     """hooks_dir leaves out the directory where nvidia-oci-hook installs its hook.
 
     ## What it checks
-    That the effective `hooks_dir` contains `/usr/share/containers/oci/hooks.d`, where this project installs
-    `nvidia-oci-hook.json`. cri-o's default `hooks_dir` is that directory alone.
+    That the effective `hooks_dir` contains `/usr/share/containers/oci/hooks.d`, where this project's packages
+    install `nvidia-oci-hook-guard.json`. cri-o's default `hooks_dir` is that directory alone.
 
     ## Why it matters
     cri-o reads hooks only from the directories listed in `hooks_dir`; a configuration that sets it to another
