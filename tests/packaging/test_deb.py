@@ -210,8 +210,12 @@ def test_remove_then_purge(chroot: Path) -> None:
     result = _in(chroot, "dpkg", "-i", f"/tmp/{debs[0]}")
     assert result.returncode == 0, result.stdout + result.stderr
     assert config_file.read_text(encoding="utf-8") == changed
+    # The record the sh fronts keep, as a container start through them leaves it.
+    (chroot / "run/nvidia-oci-hook").mkdir(parents=True, exist_ok=True, mode=0o700)
+    (chroot / "run/nvidia-oci-hook/settings").write_text("absent\n", encoding="utf-8")
     result = _in(chroot, "dpkg", "--remove", PACKAGE)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert not (chroot / "run/nvidia-oci-hook").exists(), "remove leaves the fronts' record on /run"
     status = _in(chroot, "dpkg-query", "--showformat=${Status}", "--show", PACKAGE).stdout
     assert status == "deinstall ok config-files", status
     left = sorted(_in(chroot, "dpkg", "-L", PACKAGE).stdout.split())
