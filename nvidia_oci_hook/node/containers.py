@@ -205,14 +205,11 @@ def configured_roots(host: HostView) -> tuple[list[str], list[str]]:
     drop-ins), and the Root option of containerd's runc handlers, which holds one directory per namespace.
     Returns (roots, containerd roots)."""
     from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
-    from nvidia_oci_hook.node.engines import CONTAINERD_CONFIG, CRIO_DROPINS, CRIO_MAIN
-    from nvidia_oci_hook.node.reload_risk import dig, read_toml
+    from nvidia_oci_hook.node.engines import CONTAINERD_CONFIG, crio_files, dig
+    from nvidia_oci_hook.node.reload_risk import read_toml
 
     roots: list[str] = []
-    crio_files = [CRIO_MAIN] + [
-        os.path.join(CRIO_DROPINS, name) for name in sorted(host.list_dir(CRIO_DROPINS)) if not name.startswith(".")
-    ]
-    for path in crio_files:
+    for path in crio_files(host):
         runtimes = dig(read_toml(host, path), "crio", "runtime", "runtimes")
         for table in runtimes.values() if isinstance(runtimes, dict) else []:
             root = dig(table, "runtime_root")

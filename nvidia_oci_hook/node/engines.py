@@ -3,6 +3,7 @@ really reads them, and gather them into one collection for the per-document and 
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -47,12 +48,20 @@ def _strings(value: Any) -> Optional[tuple[str, ...]]:
     return None
 
 
-def _dig(value: Any, *keys: str) -> Any:
+def dig(value: Any, *keys: str) -> Any:
+    """value[key][key]...; None where a level is missing or not a table."""
     for key in keys:
         if not isinstance(value, dict):
             return None
         value = value.get(key)
     return value
+
+
+def crio_files(host: HostView) -> list[str]:
+    """cri-o's configuration files in the order it reads them: crio.conf, then its drop-ins by name (later ones
+    win)."""
+    drop_ins = [name for name in sorted(host.list_dir(CRIO_DROPINS)) if not name.startswith(".")]
+    return [CRIO_MAIN] + [posixpath.join(CRIO_DROPINS, name) for name in drop_ins]
 
 
 def _directory_kind(member_kind: str) -> Any:
@@ -103,9 +112,9 @@ def _read_crio(host: HostView, loader: Loader, node: Collection, facts: NodeFact
     collection: Collection = read_crio_config(host.shown(CRIO_MAIN), host.shown(CRIO_DROPINS), loader)
     node.parts.append(collection)
     effective = effective_config(collection)
-    runtime = _dig(effective, "crio", "runtime")
-    facts.hooks_dirs["cri-o"] = _strings(_dig(runtime, "hooks_dir")) or CRIO_DEFAULT_HOOKS_DIRS
-    facts.cdi_dirs["crio"] = _strings(_dig(runtime, "cdi_spec_dirs")) or DEFAULT_CDI_SPEC_DIRS
+    runtime = dig(effective, "crio", "runtime")
+    facts.hooks_dirs["cri-o"] = _strings(dig(runtime, "hooks_dir")) or CRIO_DEFAULT_HOOKS_DIRS
+    facts.cdi_dirs["crio"] = _strings(dig(runtime, "cdi_spec_dirs")) or DEFAULT_CDI_SPEC_DIRS
 
 
 def _read_containerd(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
@@ -143,8 +152,8 @@ def _read_podman(host: HostView, loader: Loader, node: Collection, facts: NodeFa
     text = host.read_text(CONTAINERS_CONF)
     if text is not None:
         parsed = parse_toml(text.encode())
-        configured = _strings(_dig(parsed.value, "engine", "hooks_dir"))
-        cdi_dirs = _strings(_dig(parsed.value, "engine", "cdi_spec_dirs"))
+        configured = _strings(dig(parsed.value, "engine", "hooks_dir"))
+        cdi_dirs = _strings(dig(parsed.value, "engine", "cdi_spec_dirs"))
     if host.exists("/usr/bin/podman") or text is not None or "podman" in facts.releases:
         facts.hooks_dirs["podman"] = configured or PODMAN_DEFAULT_HOOKS_DIRS
         facts.cdi_dirs["podman"] = cdi_dirs or DEFAULT_CDI_SPEC_DIRS

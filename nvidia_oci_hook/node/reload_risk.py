@@ -103,9 +103,9 @@ def _command_version(host: HostView, command: list[str], pattern: str) -> Option
 
 def runtime_version(host: HostView, runtime: str, packages: dict[str, str]) -> Optional[str]:
     """The runtime's release: its --version on the node itself, else the package database's."""
-    from nvidia_oci_hook.node.engine_versions import upstream_version
+    from nvidia_oci_hook.node.engine_versions import BINARY_DIRS, upstream_version
 
-    for directory in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"):
+    for directory in BINARY_DIRS:
         path = os.path.join(directory, runtime)
         if host.root == "/" and os.access(path, os.X_OK):
             found = _command_version(host, [path, "--version"], rf"{runtime} version (\d+\.\d+\.\d+)")
@@ -140,24 +140,20 @@ def engine_cgroups(host: HostView, node_configs: dict[str, Any], packages: dict[
     systemd), the SystemdCgroup option of containerd's runc handlers (default false), podman's cgroup_manager
     (default systemd)."""
     found = []
-    crio = node_configs.get("crio")
-    if crio is not None:
-        runtime = crio.get("default_runtime") or "crun"
-        driver = crio.get("cgroup_manager") or "systemd"
-        found.append(
-            EngineCgroups("cri-o", driver, _program(runtime), runtime_version(host, _program(runtime), packages))
-        )
+
+    def managed(name: str, config: dict[str, Any], runtime_key: str) -> EngineCgroups:
+        program = _program(config.get(runtime_key) or "crun")
+        driver = config.get("cgroup_manager") or "systemd"
+        return EngineCgroups(name, driver, program, runtime_version(host, program, packages))
+
+    if node_configs.get("crio") is not None:
+        found.append(managed("cri-o", node_configs["crio"], "default_runtime"))
     containerd = node_configs.get("containerd")
     if containerd is not None:
         driver = "systemd" if containerd.get("systemd_cgroup") else "cgroupfs"
         found.append(EngineCgroups("containerd", driver, "runc", runtime_version(host, "runc", packages)))
-    podman = node_configs.get("podman")
-    if podman is not None:
-        runtime = podman.get("runtime") or "crun"
-        driver = podman.get("cgroup_manager") or "systemd"
-        found.append(
-            EngineCgroups("podman", driver, _program(runtime), runtime_version(host, _program(runtime), packages))
-        )
+    if node_configs.get("podman") is not None:
+        found.append(managed("podman", node_configs["podman"], "runtime"))
     return found
 
 
@@ -176,25 +172,16 @@ def read_toml(host: HostView, path: str) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else {}
 
 
-def dig(value: Any, *keys: str) -> Any:
-    for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
 def node_configs(host: HostView, packages: dict[str, str]) -> dict[str, dict[str, Any]]:
     """What each engine's configuration says of its cgroups (the settings engine_cgroups reads), for the engines
     configured or installed on the node; later cri-o drop-ins win, as cri-o reads them."""
     from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
-    from nvidia_oci_hook.node.engines import CONTAINERD_CONFIG, CONTAINERS_CONF, CRIO_DROPINS, CRIO_MAIN
+    from nvidia_oci_hook.node.engines import CONTAINERD_CONFIG, CONTAINERS_CONF, crio_files, dig
 
     found: dict[str, dict[str, Any]] = {}
-    crio_files = [CRIO_MAIN] + [
-        os.path.join(CRIO_DROPINS, name) for name in sorted(host.list_dir(CRIO_DROPINS)) if not name.startswith(".")
-    ]
     crio: dict[str, Any] = {}
     present = False
-    for path in crio_files:
+    for path in crio_files(host):
         value = read_toml(host, path)
         if value is None:
             continue

@@ -76,24 +76,11 @@ class Library:
         return f"CDI library {self.release}"
 
 
-_V055 = dict(
-    v_prefix=False,
-    minimum_check=False,
-    annotations=False,
-    intel_rdt=False,
-    name_needs_letter=True,
-    legacy_texts=True,
-    requires_devices=False,
-    capital_map_key=True,
-)
+# What every release before 1.0 does differently, then each line of releases' own.
+_BEFORE_1_0 = dict(intel_rdt=False, name_needs_letter=True, requires_devices=False, capital_map_key=True)
+_V055 = dict(_BEFORE_1_0, v_prefix=False, minimum_check=False, annotations=False, legacy_texts=True)
 _V054 = dict(_V055, v_prefix=True, minimum_check=True)
-_V06 = dict(
-    intel_rdt=False,
-    name_needs_letter=True,
-    dotted_class_needs_vendor=True,
-    requires_devices=False,
-    capital_map_key=True,
-)
+_V06 = dict(_BEFORE_1_0, dotted_class_needs_vendor=True)
 _V07 = dict(_V06, intel_rdt=True)
 
 RELEASES = (
