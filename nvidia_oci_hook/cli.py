@@ -66,6 +66,35 @@ _driver_roots_option = click.option(
 )
 
 
+def _engine_config_options(command: Any) -> Any:
+    """The engine configuration named by hand: read where it is, while every host check stays on --host-root."""
+    for option in reversed(
+        (
+            click.option(
+                "--containerd-config",
+                metavar="FILE",
+                type=click.Path(exists=True, dir_okay=False),
+                help="containerd's configuration file (default: the running daemon's --config, the distribution's, "
+                "/etc/containerd/config.toml).",
+            ),
+            click.option(
+                "--crio-config",
+                metavar="FILE",
+                type=click.Path(exists=True, dir_okay=False),
+                help="cri-o's main configuration file (default: the running daemon's --config, /etc/crio/crio.conf).",
+            ),
+            click.option(
+                "--crio-config-dir",
+                metavar="DIR",
+                type=click.Path(exists=True, file_okay=False),
+                help="cri-o's drop-in directory (default: the running daemon's --config-dir, /etc/crio/crio.conf.d).",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="nvidia-oci-hook")
 @click.option(
@@ -131,6 +160,7 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     metavar="NAME=VERSION",
     help="Judge CDI specs with the CDI library this engine release vendors: crio, containerd or podman (repeatable).",
 )
+@_engine_config_options
 @click.pass_context
 def lint(
     ctx: click.Context,
@@ -147,6 +177,9 @@ def lint(
     fail_on: Optional[str],
     cdi_library: Optional[str],
     engines: tuple[str, ...],
+    containerd_config: Optional[str],
+    crio_config: Optional[str],
+    crio_config_dir: Optional[str],
 ) -> None:
     """Lint container specs and the documents that shape them; '-' reads standard input.
 
@@ -164,6 +197,8 @@ def lint(
     if node and offline:
         raise click.UsageError("--node reads the node: it cannot be --offline")
     judges = _cdi_judges(cdi_library, engines)
+    if not node and (containerd_config or crio_config or crio_config_dir):
+        raise click.UsageError("--containerd-config, --crio-config and --crio-config-dir go with --node")
     options = LintOptions(
         kind=kind,
         host_root=host_root,
@@ -175,6 +210,9 @@ def lint(
         node=node,
         settings=settings,
         cdi_judges=judges,
+        containerd_config=containerd_config,
+        crio_config=crio_config,
+        crio_config_dir=crio_config_dir,
     )
     if not offline and not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")

@@ -35,6 +35,11 @@ class LintOptions:
     settings: Optional[Settings] = None
     # Who judges CDI specs (--cdi-library, --engine); none: the newest library release.
     cdi_judges: tuple[Judge, ...] = ()
+    # With node: engine configuration files named by hand, read where they are (--containerd-config,
+    # --crio-config, --crio-config-dir); the host checks stay on host_root.
+    containerd_config: Optional[str] = None
+    crio_config: Optional[str] = None
+    crio_config_dir: Optional[str] = None
 
 
 @dataclass
@@ -172,8 +177,10 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     looked_at: list[tuple[str, str]] = []
     if options.node:
         from nvidia_oci_hook.node.engines import discover_node, looked_at_in
+        from nvidia_oci_hook.node.locations import ByHand
 
-        node = discover_node(host or HostView(options.host_root), loader)
+        by_hand = ByHand(options.containerd_config, options.crio_config, options.crio_config_dir)
+        node = discover_node(host or HostView(options.host_root), loader, by_hand)
         looked_at = looked_at_in(node)
         lint_collection(node, rules, context_for, results)
     # Directories of one kind are read together, in the order given, as the engine reads its list of them

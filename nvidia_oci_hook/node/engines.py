@@ -19,6 +19,7 @@ from nvidia_oci_hook.kinds.cdi.releases import (
 )
 from nvidia_oci_hook.kinds.collection import NODE, Collection, Loader, Skipped, directory_kinds
 from nvidia_oci_hook.node.engine_versions import EngineRelease, installed_engines
+from nvidia_oci_hook.node.locations import ByHand, ConfigInEffect, Locations, find_locations, view_of
 
 CRIO_MAIN = "/etc/crio/crio.conf"
 CRIO_DROPINS = "/etc/crio/crio.conf.d"
@@ -40,6 +41,17 @@ class NodeFacts:
     hooks_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # engine -> its hooks dirs
     cdi_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # engine key -> its CDI spec dirs
     releases: dict[str, EngineRelease] = field(default_factory=dict)  # engine key -> the release found
+    # engine key -> why it resolves no CDI device at all (containerd 1.6, enable_cdi off)
+    cdi_off: dict[str, str] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)  # engine key -> its configuration file, as shown
+
+
+@dataclass
+class NodeCollection(Collection):
+    """The node's documents, and where each engine's configuration was found."""
+
+    locations: Locations = field(default_factory=Locations)
+    facts: NodeFacts = field(default_factory=NodeFacts)
 
 
 def _strings(value: Any) -> Optional[tuple[str, ...]]:
@@ -71,17 +83,24 @@ def _directory_kind(member_kind: str) -> Any:
     return None
 
 
-def discover_node(host: HostView, loader: Loader) -> Collection:
-    """Every engine configuration, hooks directory and CDI spec directory under the host root."""
-    node = Collection(NODE, [host.root])
+def discover_node(host: HostView, loader: Loader, by_hand: Optional[ByHand] = None) -> NodeCollection:
+    """Every engine configuration, hooks directory and CDI spec directory under the host root; configuration
+    files named by hand are read where they are."""
+    locations = find_locations(host, by_hand or ByHand())
     facts = NodeFacts()
+    node = NodeCollection(NODE, [host.root], locations=locations, facts=facts)
     found, looked = installed_engines(host)
     facts.releases = {release.engine: release for release in found}
+    for daemon in locations.daemons:
+        if daemon.version is not None:
+            # The running binary decides, whatever a package database says.
+            facts.releases[daemon.engine] = EngineRelease(daemon.engine, daemon.version, f"/proc/{daemon.pid}/exe")
     node.looked.extend(looked)
-    for release in found:
+    node.looked.extend(locations.looked)
+    for release in facts.releases.values():
         node.looked.append((release.source, _release_note(release)))
-    _read_crio(host, loader, node, facts)
-    _read_containerd(host, loader, node, facts)
+    _read_crio(host, loader, node, facts, locations.crio)
+    _read_containerd(host, loader, node, facts, locations.containerd)
     _read_podman(host, loader, node, facts)
     _read_hooks(host, loader, node, facts)
     _read_cdi(host, loader, node, facts)
@@ -101,15 +120,27 @@ def _missing(host: HostView, node: Collection, path: str, why: str) -> None:
     node.skipped.append(Skipped(host.shown(path), why))
 
 
-def _read_crio(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
-    if not host.exists(CRIO_MAIN) and not host.exists(CRIO_DROPINS):
-        _missing(host, node, CRIO_MAIN, "not present: cri-o is not configured here")
+def _in_effect(node: Collection, view: HostView, chosen: ConfigInEffect) -> None:
+    if chosen.by_hand or chosen.daemon is not None or chosen.distribution is not None:
+        node.looked.append((view.shown(chosen.path), f"in effect for {ENGINE_NAMES[chosen.engine]}: {chosen.source}"))
+
+
+def _read_crio(
+    host: HostView, loader: Loader, node: Collection, facts: NodeFacts, chosen: Optional[ConfigInEffect]
+) -> None:
+    chosen = chosen or ConfigInEffect("crio", CRIO_MAIN, "cri-o's default", CRIO_DROPINS)
+    view = view_of(host, chosen)
+    directory = chosen.directory or CRIO_DROPINS
+    if not view.exists(chosen.path) and not view.exists(directory):
+        node.skipped.append(Skipped(view.shown(chosen.path), "not present: cri-o is not configured here"))
         if "crio" in facts.releases:
             facts.cdi_dirs["crio"] = DEFAULT_CDI_SPEC_DIRS  # installed, on its defaults
         return
     from nvidia_oci_hook.kinds.crio.reading import effective_config, read_crio_config
 
-    collection: Collection = read_crio_config(host.shown(CRIO_MAIN), host.shown(CRIO_DROPINS), loader)
+    _in_effect(node, view, chosen)
+    facts.configs["crio"] = view.shown(chosen.path)
+    collection: Collection = read_crio_config(view.shown(chosen.path), view.shown(directory), loader)
     node.parts.append(collection)
     effective = effective_config(collection)
     runtime = dig(effective, "crio", "runtime")
@@ -117,33 +148,50 @@ def _read_crio(host: HostView, loader: Loader, node: Collection, facts: NodeFact
     facts.cdi_dirs["crio"] = _strings(dig(runtime, "cdi_spec_dirs")) or DEFAULT_CDI_SPEC_DIRS
 
 
-def _read_containerd(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
-    if not host.exists(CONTAINERD_CONFIG):
-        _missing(host, node, CONTAINERD_CONFIG, "not present: containerd runs on its defaults, or is not here")
-        release = facts.releases.get("containerd")
-        # On its defaults, containerd reads CDI specs from 2.0 on (1.7 has enable_cdi off).
-        if release is not None and (release.version is None or version_key(release.version) >= (2,)):
-            facts.cdi_dirs["containerd"] = DEFAULT_CDI_SPEC_DIRS
+def _read_containerd(
+    host: HostView, loader: Loader, node: Collection, facts: NodeFacts, chosen: Optional[ConfigInEffect]
+) -> None:
+    chosen = chosen or ConfigInEffect("containerd", CONTAINERD_CONFIG, "containerd's default")
+    view = view_of(host, chosen)
+    release = facts.releases.get("containerd")
+    if not view.exists(chosen.path):
+        node.skipped.append(
+            Skipped(view.shown(chosen.path), "not present: containerd runs on its defaults, or is not here")
+        )
+        if release is not None:
+            off = _containerd_cdi_off({}, release, f"{release.label} on its defaults")
+            if off is None:
+                facts.cdi_dirs["containerd"] = DEFAULT_CDI_SPEC_DIRS
+            else:
+                facts.cdi_off["containerd"] = off
         return
     import nvidia_oci_hook.kinds.containerd.config as containerd
 
-    document = loader(host.shown(CONTAINERD_CONFIG), "containerd")
+    _in_effect(node, view, chosen)
+    facts.configs["containerd"] = view.shown(chosen.path)
+    document = loader(view.shown(chosen.path), "containerd")
     node.documents.append(document)
-    if _containerd_reads_cdi(containerd.ContainerdConfig(document.value), facts.releases.get("containerd")):
+    config = containerd.ContainerdConfig(document.value)
+    off = _containerd_cdi_off(config.cri or {}, release, view.shown(chosen.path))
+    if off is None:
         facts.cdi_dirs["containerd"] = containerd.cdi_spec_dirs(document.value) or DEFAULT_CDI_SPEC_DIRS
+    else:
+        facts.cdi_off["containerd"] = off
 
 
-def _containerd_reads_cdi(config: Any, release: Optional[EngineRelease]) -> bool:
-    """enable_cdi as set, else containerd's default: off in 1.7, on from 2.0 (1.6 reads no CDI at all). Where
-    the release is not known, a version 3 configuration is 2.x's own; an older one is taken to be read."""
-    if release is not None and release.version and version_key(release.version) < (1, 7):
-        return False
-    enabled = (config.cri or {}).get("enable_cdi")
-    if isinstance(enabled, bool):
-        return enabled
-    if release is not None and release.version:
-        return version_key(release.version) >= (2,)
-    return True
+def _containerd_cdi_off(cri: Any, release: Optional[EngineRelease], where: str) -> Optional[str]:
+    """Why containerd resolves no CDI device, or None where it does: enable_cdi as set, else its default, off
+    in 1.7 and on from 2.0; 1.6 reads no CDI at all. Where the release is not known, CDI is taken to be read
+    unless enable_cdi says otherwise."""
+    version = release.version if release is not None else None
+    if version and version_key(version) < (1, 7):
+        return f"containerd {version} does not resolve CDI devices at all (CDI came with 1.7; it ignores enable_cdi)"
+    enabled = cri.get("enable_cdi") if isinstance(cri, dict) else None
+    if enabled is False:
+        return f"enable_cdi = false in {where}"
+    if enabled is None and version and version_key(version) < (2,):
+        return f"containerd {version} has enable_cdi off unless it is set, and {where} does not set it"
+    return None
 
 
 def _read_podman(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:

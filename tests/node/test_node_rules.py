@@ -62,7 +62,9 @@ CASES: list[tuple[str, Callable[[FakeHost], FakeHost], Callable[[FakeHost], Fake
 
 
 def test_every_node_rule_has_a_case() -> None:
-    assert {code for code, _, _ in CASES} == {rule.code for rule in all_rules() if NODE in rule.kinds}
+    # NODE003 judges the files the node's discovery chose: its cases are in test_distributions.py.
+    cased = {code for code, _, _ in CASES} | {"NODE003"}
+    assert cased == {rule.code for rule in all_rules() if NODE in rule.kinds}
 
 
 @pytest.mark.root
