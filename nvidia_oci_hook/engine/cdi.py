@@ -13,11 +13,12 @@ from __future__ import annotations
 import posixpath
 
 from nvidia_oci_hook import io
+from nvidia_oci_hook.engine import cdi_reasons
 from nvidia_oci_hook.engine.cdi_apply import _Injection
 from nvidia_oci_hook.engine.cdi_spec import Spec, SpecError, _load, parse_spec
 from nvidia_oci_hook.engine.records import Edit, EngineFinding
 from nvidia_oci_hook.engine.requests import VISIBLE_DEVICES, Request, requested_names
-from nvidia_oci_hook.kinds.cdinames import cache_winners, cdi_name_error
+from nvidia_oci_hook.kinds.cdinames import cache_settle, cdi_name_error
 from nvidia_oci_hook.kinds.oci import normalize_path
 
 TYPE_CHECKING = False
@@ -35,7 +36,8 @@ class SpecCache:
 
     def __init__(self) -> None:
         self.devices: dict[str, tuple[Spec, str]] = {}
-        self.unusable: list[tuple[str, str]] = []  # (path, reason)
+        self.unusable: list[tuple[str, str, list[str]]] = []  # (path, reason, the names it declares)
+        self.conflicts: dict[str, list[str]] = {}  # name -> the spec files of one directory that define it
 
 
 def spec_paths(host: HostView, directory: str) -> list[str]:
@@ -54,15 +56,18 @@ def read_cache(host: HostView, directories: tuple[str, ...]) -> SpecCache:
     for priority, directory in enumerate(directories):
         for path in spec_paths(host, directory):
             real = host.real_path(path)
+            value: Any = None
             try:
                 if real is None:
                     raise SpecError("cannot be read")
-                spec = parse_spec(path, priority, _load(io.read_bounded(real), path))
+                value = _load(io.read_bounded(real), path)
+                spec = parse_spec(path, priority, value)
             except (SpecError, io.ReadError, io.TooLarge) as exc:
-                cache.unusable.append((path, str(exc)))
+                cache.unusable.append((path, str(exc), cdi_reasons.declared_names(value)))
                 continue
             found.extend((f"{spec.kind}={name}", priority, (spec, name)) for name in spec.devices)
-    cache.devices = cache_winners(found)
+    cache.devices, conflicts = cache_settle(found)
+    cache.conflicts = {name: [spec.path for spec, _ in fought] for name, fought in conflicts.items()}
     return cache
 
 
@@ -96,23 +101,63 @@ def _invalid_request(code: str, pointer: str, source: str, name: str, reason: st
     )
 
 
-def _unresolved(request: Request, cache: SpecCache, directories: tuple[str, ...]) -> EngineFinding:
-    kind = request.name.partition("=")[0]
-    known = sorted(name for name in cache.devices if name.startswith(kind + "="))
-    if known:
-        detail = f"the specs for {kind} define {', '.join(known[:6])}" + (" and more" if len(known) > 6 else "")
-    else:
-        detail = f"no usable spec in {', '.join(directories)} defines {kind}"
+def unresolved_reason(
+    name: str, cache: SpecCache, directories: tuple[str, ...], host: HostView
+) -> tuple[str, str, str]:
+    """(reason code, what the specs show, the fix) for a name the cache does not resolve."""
+    if name in cache.conflicts:
+        files = cache.conflicts[name]
+        return (
+            cdi_reasons.CONFLICT,
+            f"{' and '.join(files)} both define it in one directory, so the CDI cache drops it",
+            f"keep one of {', '.join(files)}: delete or move the other out of the directory",
+        )
+    for path, reason, names in cache.unusable:
+        if name in names:
+            return (
+                cdi_reasons.NOT_LOADED,
+                f"the spec that defines it, {path}, is not loaded: {reason}",
+                f"fix {path} (nvidia-oci-hook lint {path}) or regenerate it",
+            )
+    scanned = {host.real_path(directory) or directory for directory in directories}
+    elsewhere = tuple(
+        directory
+        for directory in cdi_reasons.WELL_KNOWN_DIRS
+        if directory not in directories and (host.real_path(directory) or directory) not in scanned
+    )
+    if elsewhere:
+        other = read_cache(host, elsewhere)
+        if name in other.devices:
+            spec = other.devices[name][0]
+            return (
+                cdi_reasons.NOT_SCANNED,
+                f"{spec.path} defines it, but {posixpath.dirname(spec.path)} is not among the spec directories "
+                f"read ({', '.join(directories)})",
+                f"move {spec.path} into {directories[-1]}, or add {posixpath.dirname(spec.path)} to cdi.spec_dirs",
+            )
+    detail = cdi_reasons.not_defined_detail(name, cache.devices)
     if cache.unusable:
-        path, reason = cache.unusable[0]
+        path, reason, _ = cache.unusable[0]
         more = f" (and {len(cache.unusable) - 1} more)" if len(cache.unusable) > 1 else ""
         detail += f"; unusable spec {path}: {reason}{more}"
+    return (
+        cdi_reasons.NOT_DEFINED,
+        f"no spec in {', '.join(directories)} defines it; {detail}",
+        (
+            "request a device the node has (nvidia-ctk cdi list), or regenerate the spec "
+            "(nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml)"
+        ),
+    )
+
+
+def _unresolved(request: Request, cache: SpecCache, directories: tuple[str, ...], host: HostView) -> EngineFinding:
+    reason, detail, fix = unresolved_reason(request.name, cache, directories, host)
     return EngineFinding(
         "REC001",
         "error",
         request.pointer,
-        f"CDI device {request.name} ({request.source}) is not defined on this node: {detail}",
-        "generate the spec (nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml) or fix the request",
+        f"CDI device {request.name} ({request.source}) is unresolvable ({reason}): {detail}",
+        fix,
         gpu_unusable=True,
     )
 
@@ -137,7 +182,7 @@ def inject(
     for request in wanted:
         entry = cache.devices.get(request.name)
         if entry is None:
-            findings.append(_unresolved(request, cache, settings.cdi_spec_dirs))
+            findings.append(_unresolved(request, cache, settings.cdi_spec_dirs, host))
             continue
         resolved.append((request, entry[0], entry[1]))
     if len(resolved) < len(wanted):

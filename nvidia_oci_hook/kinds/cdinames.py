@@ -46,16 +46,23 @@ def cdi_name_error(name: str) -> Optional[str]:
     )
 
 
-def cache_winners(definitions: Iterable[tuple[str, int, T]]) -> dict[str, T]:
+def cache_settle(definitions: Iterable[tuple[str, int, T]]) -> tuple[dict[str, T], dict[str, list[T]]]:
     """The CDI cache's rule (Cache.refresh) for a qualified name defined more than once, given (name, directory
     priority, definition) in scan order: a later directory's definition replaces an earlier one, two definitions
-    in one directory conflict, and a conflicting name is dropped altogether."""
+    in one directory conflict, and a conflicting name is dropped altogether. Returns the winners, and each
+    conflicting name with the definitions that fought over it."""
     winners: dict[str, tuple[int, T]] = {}
-    conflicts: set[str] = set()
+    conflicts: dict[str, list[T]] = {}
     for name, priority, definition in definitions:
         earlier = winners.get(name)
         if earlier is not None and earlier[0] == priority:
-            conflicts.add(name)
+            fought = conflicts.setdefault(name, [earlier[1]])
+            fought.append(definition)
             continue
         winners[name] = (priority, definition)
-    return {name: definition for name, (_, definition) in winners.items() if name not in conflicts}
+    return {name: definition for name, (_, definition) in winners.items() if name not in conflicts}, conflicts
+
+
+def cache_winners(definitions: Iterable[tuple[str, int, T]]) -> dict[str, T]:
+    """The definitions the CDI cache resolves, by qualified name (see cache_settle)."""
+    return cache_settle(definitions)[0]

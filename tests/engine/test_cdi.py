@@ -57,7 +57,11 @@ def test_unusable_spec_named_when_a_device_is_unresolved(tmp_path: Path) -> None
     write_spec(host / "etc/cdi", "bad.json", spec)
     result = run(config(annotations=REQUEST), host)
     assert codes(result) == ["REC001"]
-    assert 'bad.json: devices[0].containerEdits: unknown field "bogus"' in result.findings[0].message
+    assert (
+        "is unresolvable (spec-not-loaded): the spec that defines it, /etc/cdi/bad.json, is not loaded: "
+        'devices[0].containerEdits: unknown field "bogus"'
+    ) in result.findings[0].message
+    assert result.findings[0].hint == "fix /etc/cdi/bad.json (nvidia-oci-hook lint /etc/cdi/bad.json) or regenerate it"
     assert not result.changed
 
 
@@ -66,8 +70,45 @@ def test_nothing_injected_when_one_request_is_unresolved(tmp_path: Path) -> None
     write_spec(host / "etc/cdi", "gpu.json", gpu_spec(env=["SPEC=1"]))
     result = run(config(annotations={"cdi.k8s.io/gpu": "example.com/gpu=0,example.com/gpu=7"}), host)
     assert codes(result) == ["REC001"]
-    assert "example.com/gpu=7" in result.findings[0].message
-    assert "define example.com/gpu=0" in result.findings[0].message
+    assert result.findings[0].message.endswith(
+        "CDI device example.com/gpu=7 (annotation cdi.k8s.io/gpu) is unresolvable (not-defined): no spec in "
+        "/etc/cdi, /var/run/cdi defines it; defined: example.com/gpu=0"
+    )
+
+
+def test_a_name_two_specs_of_one_directory_define_is_a_conflict(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    write_spec(host / "etc/cdi", "a.json", gpu_spec())
+    write_spec(host / "etc/cdi", "b.json", gpu_spec())
+    write_spec(host / "var/run/cdi", "c.json", gpu_spec())  # a later directory does not bring it back
+    result = run(config(annotations=REQUEST), host)
+    (finding,) = result.findings
+    assert "is unresolvable (conflict): /etc/cdi/a.json and /etc/cdi/b.json both define it" in finding.message
+    assert finding.hint is not None and finding.hint.startswith("keep one of /etc/cdi/a.json, /etc/cdi/b.json")
+
+
+def test_a_spec_in_a_directory_not_read_is_named(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    write_spec(host / "run/cdi", "nvidia.json", gpu_spec())  # /var/run is not a link on this fake node
+    result = run(config(annotations=REQUEST), host)
+    (finding,) = result.findings
+    assert "is unresolvable (directory-not-scanned): /run/cdi/nvidia.json defines it" in finding.message
+    assert finding.hint == "move /run/cdi/nvidia.json into /var/run/cdi, or add /run/cdi to cdi.spec_dirs"
+    (host / "var").mkdir()
+    (host / "var/run").symlink_to("../run")  # as on a real node: the same directory, read
+    result = run(config(annotations=REQUEST), host)
+    assert "REC001" not in codes(result) and result.changed
+
+
+def test_a_uuid_request_against_indices_says_so(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    write_spec(host / "etc/cdi", "gpu.json", gpu_spec(devices={n: {"env": ["A=1"]} for n in ("0", "1", "all")}))
+    result = run(config(annotations={"cdi.k8s.io/gpu": "example.com/gpu=GPU-8a3f"}), host)
+    (finding,) = result.findings
+    assert finding.message.endswith(
+        "(not-defined): no spec in /etc/cdi, /var/run/cdi defines it; defined: example.com/gpu=all, example.com/gpu=0, "
+        "example.com/gpu=1 (the request names the GPU by uuid, the specs by all and index)"
+    )
 
 
 def test_injection_follows_the_library(tmp_path: Path) -> None:
