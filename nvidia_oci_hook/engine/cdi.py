@@ -13,7 +13,6 @@ from __future__ import annotations
 import posixpath
 
 from nvidia_oci_hook import io
-from nvidia_oci_hook.engine import cdi_reasons
 from nvidia_oci_hook.engine.cdi_apply import _Injection
 from nvidia_oci_hook.engine.cdi_spec import Spec, SpecError, _load, parse_spec
 from nvidia_oci_hook.engine.records import Edit, EngineFinding
@@ -63,7 +62,9 @@ def read_cache(host: HostView, directories: tuple[str, ...]) -> SpecCache:
                 value = _load(io.read_bounded(real), path)
                 spec = parse_spec(path, priority, value)
             except (SpecError, io.ReadError, io.TooLarge) as exc:
-                cache.unusable.append((path, str(exc), cdi_reasons.declared_names(value)))
+                from nvidia_oci_hook.engine.cdi_reasons import declared_names
+
+                cache.unusable.append((path, str(exc), declared_names(value)))
                 continue
             found.extend((f"{spec.kind}={name}", priority, (spec, name)) for name in spec.devices)
     cache.devices, conflicts = cache_settle(found)
@@ -105,6 +106,8 @@ def unresolved_reason(
     name: str, cache: SpecCache, directories: tuple[str, ...], host: HostView
 ) -> tuple[str, str, str]:
     """(reason code, what the specs show, the fix) for a name the cache does not resolve."""
+    from nvidia_oci_hook.engine import cdi_reasons
+
     if name in cache.conflicts:
         files = cache.conflicts[name]
         return (

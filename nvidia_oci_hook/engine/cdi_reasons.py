@@ -12,13 +12,10 @@ that holds is the reason):
 - directory-not-scanned: the spec that defines it is in a directory this engine does not read;
 - not-defined: no spec defines it (the spec holds indices and `all`, the request a UUID).
 
-Standard library only: the runtime-facing modes use it on the path where a request fails.
+Standard library only, and imported by the runtime-facing modes only on the path where a request fails.
 """
 
 from __future__ import annotations
-
-import difflib
-import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,8 +61,7 @@ REASONS = {
 # Directories engines read CDI specs from by default or commonly (/var/run/cdi is /run/cdi on most nodes).
 WELL_KNOWN_DIRS = ("/etc/cdi", "/var/run/cdi", "/run/cdi")
 
-_UUID = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]+$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-")
-_INDEX = re.compile(r"^\d+(:\d+)?$")
+_HEX = frozenset("0123456789abcdefABCDEF-")
 
 
 def declared_names(value: Any) -> list[str]:
@@ -88,9 +84,11 @@ def name_form(device: str) -> str:
     """How a device name refers to a GPU: uuid, index (0, 0:1 for MIG), all, or other."""
     if device == "all":
         return "all"
-    if _INDEX.match(device):
+    parts = device.split(":")
+    if len(parts) <= 2 and all(part.isascii() and part.isdigit() for part in parts):
         return "index"
-    if _UUID.match(device):
+    bare = device[4:] if device.startswith(("GPU-", "MIG-")) else device
+    if bare and set(bare) <= _HEX and (bare != device or bare.count("-") == 4):
         return "uuid"
     return "other"
 
@@ -98,6 +96,8 @@ def name_form(device: str) -> str:
 def nearest(name: str, defined: Iterable[str], limit: int = 8) -> list[str]:
     """The defined qualified names nearest to name: same vendor and class first, then the same form (a UUID for
     a UUID), then by likeness."""
+    import difflib
+
     kind, _, device = name.partition("=")
     form = name_form(device)
 
