@@ -14,7 +14,7 @@ from nvidia_oci_hook.findings import Finding, Problem
 from nvidia_oci_hook.formats.parsing import LoadProblem
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
 from nvidia_oci_hook.kinds.cdi.releases import Judge
-from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for
+from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for, follow_imports
 from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, parse_document
 from nvidia_oci_hook.kinds.schema import schema_problems
 from nvidia_oci_hook.rules.base import Context, Rule, all_rules, selected
@@ -194,6 +194,11 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
             directories.setdefault(directory_kind.name, (directory_kind, []))[1].append(path)
             continue
         document = load_file(path, options.kind, options)
+        # A file that names others (containerd's imports) is linted with them, as its engine reads them.
+        followed = follow_imports(document, loader, options.host_root) if path != "-" else None
+        if followed is not None:
+            lint_collection(followed, rules, context_for, results)
+            continue
         results.add(document.path, document.kind, lint_document(document, rules, context_for()))
     for directory_kind, group in directories.values():
         lint_collection(directory_kind.read(group, loader), rules, context_for, results)

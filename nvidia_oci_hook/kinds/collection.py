@@ -80,6 +80,23 @@ def directory_kinds() -> list[DirectoryKind]:
     return sorted(_DIRECTORY_KINDS.values(), key=lambda k: (k.order, k.name))
 
 
+# Readers of the documents a file names itself (containerd's imports): member kind -> read(document, loader,
+# host root), which returns the collection of the file and those it names, or None when it names none.
+FollowImports = Callable[[Document, Loader, str], Optional[Collection]]
+_FOLLOWERS: dict[str, FollowImports] = {}
+
+
+def register_follower(member_kind: str, follow: FollowImports) -> None:
+    _FOLLOWERS[member_kind] = follow
+
+
+def follow_imports(document: Document, loader: Loader, host_root: str) -> Optional[Collection]:
+    """The collection of a file and the files it names (as its engine reads them), or None when it names none."""
+    load_all_kinds()
+    follow = _FOLLOWERS.get(document.kind)
+    return follow(document, loader, host_root) if follow is not None and document.parsed else None
+
+
 def directory_kind_for(path: str, member_kind: Optional[str]) -> Optional[DirectoryKind]:
     for kind in directory_kinds():
         if member_kind is not None:

@@ -61,6 +61,12 @@ class ContainerdConfig:
         self.value: Mapping[str, Any] = value if isinstance(value, dict) else {}
         raw = self.value.get("version")
         self.declared_version: Any = raw
+        # A drop-in (reading.DropIn) without a version of its own is read at its root file's.
+        self.inherited_version: Optional[int] = (
+            getattr(value, "root_version", None) if raw is None or (type(raw) is int and raw == 0) else None
+        )
+        if self.inherited_version is not None:
+            raw = self.inherited_version
         # containerd treats a missing version, and 0, as version 1.
         self.version: int = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else 1
         self.version_valid = raw is None or (isinstance(raw, int) and not isinstance(raw, bool))

@@ -7,4 +7,5 @@
 - host_files: imported files and runtime programs looked for on the node (CTD005, CTD111).
 - cri_plugin: settings with which the CRI plugin fails to load (CTD110, CTD115).
 - runtimes: runtimes whose pods fail or lose their GPUs (CTD112, CTD113, CTD116).
+- dropins: files named by imports that containerd reads otherwise than they look (CTD117, CTD118, CTD119).
 """

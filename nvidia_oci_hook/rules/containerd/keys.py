@@ -10,6 +10,7 @@ from typing import Any
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
+from nvidia_oci_hook.kinds.containerd.reading import DropIn
 from nvidia_oci_hook.kinds.containerd.structs import RUNC_OPTIONS, Table, plugin_tables
 from nvidia_oci_hook.kinds.containerd.versions import (
     CDI_KEYS,
@@ -77,6 +78,8 @@ def cdi_setting_ignored(value: Any, context: Context) -> Iterator[Problem]:
     `[plugins."io.containerd.cri.v1.runtime"]` with `enable_cdi = true`; for version 2,
     `[plugins."io.containerd.grpc.v1.cri"]`. `containerd config dump` shows the value containerd uses.
     """
+    if isinstance(value, DropIn):
+        return  # a drop-in: CTD119 judges it against the version containerd reads it at
     config = _config(value, context)
     right = _cdi_locations(config)
     for pointer, path, key in _find_keys(config.value, CDI_KEYS):

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig, Runtime
 from nvidia_oci_hook.kinds.containerd.pathmatch import go_path_match
+from nvidia_oci_hook.kinds.containerd.reading import DropIn
 from nvidia_oci_hook.kinds.containerd.versions import DEFAULT_RUNTIME, V1X
 from nvidia_oci_hook.kinds.containerd.walk import toml_key
 from nvidia_oci_hook.rules.base import Context, rule
@@ -205,6 +206,8 @@ def runtime_type_missing(value: Any, context: Context) -> Iterator[Problem]:
     ## Fix
     Add `runtime_type = "io.containerd.runc.v2"` to the entry (or the type of the shim it is meant for).
     """
+    if isinstance(value, DropIn):
+        return  # a drop-in: CTD118 judges it with the tables it merges with
     config = _config(value, context)
     readers = config.readers
     for runtime in config.runtimes():

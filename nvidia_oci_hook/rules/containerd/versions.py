@@ -9,6 +9,7 @@ from typing import Any, Optional
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
+from nvidia_oci_hook.kinds.containerd.reading import DropIn
 from nvidia_oci_hook.kinds.containerd.versions import (
     CRI_IMAGES,
     CRI_RUNTIME,
@@ -225,6 +226,8 @@ def config_version_1(value: Any, context: Context) -> Iterator[Problem]:
     Convert the file to version 2 (`version = 2`, and `plugins.cri` becomes `plugins."io.containerd.grpc.v1.cri"`)
     while on containerd 1.x, or run `containerd config migrate` with containerd 2.x and use its output.
     """
+    if isinstance(value, DropIn) and (value.root_version or 0) >= 2:
+        return  # containerd 2.x migrates it to the root's version; what 1.x does is CTD117's
     config = _config(value, context)
     if config.version > 1 or not config.plugins or _uses_uri_names(config):
         return
@@ -263,6 +266,8 @@ def config_version_needs_containerd_2(value: Any, context: Context) -> Iterator[
     (`plugins."io.containerd.grpc.v1.cri"`).
     """
     config = _config(value, context)
+    if config.inherited_version is not None:
+        return  # a drop-in read at its root file's version: the root says so
     if config.version == 3:
         yield Problem(
             "/version",
