@@ -530,6 +530,72 @@ def cdi_reconcile(
     ctx.exit(status)
 
 
+@cdi.command("resolve")
+@click.argument("names", nargs=-1, required=True, metavar="NAME...")
+@click.option(
+    "--engine",
+    metavar="NAME[=VERSION]",
+    help="Only this engine: crio, containerd or podman; =VERSION judges as that release [default: every engine "
+    "found, at its release].",
+)
+@_host_root_option
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_engine_config_options
+@click.pass_context
+def cdi_resolve(
+    ctx: click.Context,
+    names: tuple[str, ...],
+    engine: Optional[str],
+    host_root: str,
+    output_format: str,
+    containerd_config: Optional[str],
+    crio_config: Optional[str],
+    crio_config_dir: Optional[str],
+) -> None:
+    """Whether each CDI device NAME (vendor/class=name, or vendor/class=* for all of a kind) resolves for each
+    engine on the node: from which spec and with which edits, or the one reason it does not, the file, the
+    engine's error and the fix. Exit status: 0 every name resolves for every engine, 1 one does not, 2 usage
+    error."""
+    from nvidia_oci_hook.host import HostView
+    from nvidia_oci_hook.kinds.cdi.releases import engine_key
+    from nvidia_oci_hook.lint import LintOptions, load_file
+    from nvidia_oci_hook.node import cdi_resolve as mode
+    from nvidia_oci_hook.node.locations import ByHand
+
+    for name in names:
+        try:
+            mode.check_name(name)
+        except mode.BadName as exc:
+            raise click.UsageError(f"{exc}: expected vendor/class=name or vendor/class=*") from None
+    key, release = None, None
+    if engine:
+        text, _, release_text = engine.partition("=")
+        key = engine_key(text)
+        if key is None:
+            raise click.UsageError(f"--engine {engine}: expected crio, containerd or podman, with =VERSION or not")
+        try:
+            release = mode.known_release(key, release_text) if release_text else None
+        except mode.UnknownRelease as exc:
+            raise click.UsageError(str(exc)) from None
+    if not _is_directory(host_root):
+        raise Fatal(f"--host-root {host_root}: not a directory")
+    options = LintOptions(host_root=host_root)
+    by_hand = ByHand(containerd_config, crio_config, crio_config_dir)
+    try:
+        results = mode.resolve(
+            HostView(host_root), lambda path, kind: load_file(path, kind, options), list(names), key, release, by_hand
+        )
+    except mode.NoEngine as exc:
+        raise Fatal(str(exc)) from None
+    except mode.UnknownRelease as exc:
+        raise Fatal(f"{exc}; name a release with --engine NAME=VERSION") from None
+    if output_format == "json":
+        click.echo(json.dumps({"version": 1, "engines": [result.as_json() for result in results]}, indent=2))
+    else:
+        click.echo(mode.render_text(results), nl=False)
+    ctx.exit(EXIT_CLEAN if all(result.resolved for result in results) else EXIT_FINDINGS)
+
+
 _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 
 

@@ -83,9 +83,11 @@ def _directory_kind(member_kind: str) -> Any:
     return None
 
 
-def discover_node(host: HostView, loader: Loader, by_hand: Optional[ByHand] = None) -> NodeCollection:
+def discover_node(
+    host: HostView, loader: Loader, by_hand: Optional[ByHand] = None, release: Optional[tuple[str, str]] = None
+) -> NodeCollection:
     """Every engine configuration, hooks directory and CDI spec directory under the host root; configuration
-    files named by hand are read where they are."""
+    files named by hand are read where they are; release, (engine, version), overrides the one found."""
     locations = find_locations(host, by_hand or ByHand())
     facts = NodeFacts()
     node = NodeCollection(NODE, [host.root], locations=locations, facts=facts)
@@ -95,10 +97,12 @@ def discover_node(host: HostView, loader: Loader, by_hand: Optional[ByHand] = No
         if daemon.version is not None:
             # The running binary decides, whatever a package database says.
             facts.releases[daemon.engine] = EngineRelease(daemon.engine, daemon.version, f"/proc/{daemon.pid}/exe")
+    if release is not None:
+        facts.releases[release[0]] = EngineRelease(release[0], release[1], "named by --engine")
     node.looked.extend(looked)
     node.looked.extend(locations.looked)
-    for release in facts.releases.values():
-        node.looked.append((release.source, _release_note(release)))
+    for found_release in facts.releases.values():
+        node.looked.append((found_release.source, _release_note(found_release)))
     _read_crio(host, loader, node, facts, locations.crio)
     _read_containerd(host, loader, node, facts, locations.containerd)
     _read_podman(host, loader, node, facts)
