@@ -170,17 +170,26 @@ def _read_containerd(
                 facts.cdi_off["containerd"] = off
         return
     import nvidia_oci_hook.kinds.containerd.config as containerd
+    from nvidia_oci_hook.kinds.containerd.reading import effective_config, read_containerd_config
 
     _in_effect(node, view, chosen)
     facts.configs["containerd"] = view.shown(chosen.path)
-    document = loader(view.shown(chosen.path), "containerd")
-    node.documents.append(document)
-    config = containerd.ContainerdConfig(document.value)
-    off = _containerd_cdi_off(config.cri or {}, release, view.shown(chosen.path))
+    collection = read_containerd_config(view.shown(chosen.path), loader, view.root)
+    node.parts.append(collection)
+    value = effective_config(collection, _series(release, collection.root_version))
+    off = _containerd_cdi_off(containerd.ContainerdConfig(value).cri or {}, release, view.shown(chosen.path))
     if off is None:
-        facts.cdi_dirs["containerd"] = containerd.cdi_spec_dirs(document.value) or DEFAULT_CDI_SPEC_DIRS
+        facts.cdi_dirs["containerd"] = containerd.cdi_spec_dirs(value) or DEFAULT_CDI_SPEC_DIRS
     else:
         facts.cdi_off["containerd"] = off
+
+
+def _series(release: Optional[EngineRelease], root_version: Optional[int]) -> str:
+    """The containerd series whose merging of drop-ins applies: the release's, else what the root file's version
+    says (3 is 2.x's own)."""
+    if release is not None and release.version:
+        return ".".join(release.version.split(".")[:2])
+    return "2.1" if (root_version or 1) >= 3 else "1.7"
 
 
 def _containerd_cdi_off(cri: Any, release: Optional[EngineRelease], where: str) -> Optional[str]:

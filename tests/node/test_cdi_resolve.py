@@ -223,3 +223,13 @@ def test_no_engine_on_the_node(fake_host: FakeHost, capsys: pytest.CaptureFixtur
         .err.strip()
         .endswith("no containerd, cri-o or podman found on the node; name one with --engine")
     )
+
+
+def test_enable_cdi_in_a_drop_in_the_root_imports(fake_host: FakeHost, capsys: pytest.CaptureFixture[str]) -> None:
+    root = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
+    containerd_node(fake_host, config=root).text("/var/run/cdi/nvidia.yaml", spec())
+    status, report = resolve(capsys, fake_host, "nvidia.com/gpu=0")
+    assert status == 1 and only(report)["reason"] == cdi_reasons.CDI_OFF
+    fake_host.text("/etc/containerd/conf.d/50-cdi.toml", CONTAINERD_CDI_ON)
+    status, report = resolve(capsys, fake_host, "nvidia.com/gpu=0")
+    assert status == 0 and only(report)["resolved"]
