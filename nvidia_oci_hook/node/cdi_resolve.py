@@ -11,6 +11,7 @@ one directory conflicting.
 from __future__ import annotations
 
 import posixpath
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -209,6 +210,13 @@ class _EngineView:
         self.loaded = _read(collection, library)
         scanned = {host.real_path(d) or d for d in directories}
         elsewhere = [d for d in others if (host.real_path(d) or d) not in scanned and host.exists(d)]
+        # The library reads no subdirectory: a spec moved into one (or unpacked with its folder) is not read.
+        elsewhere += [
+            posixpath.join(d, name)
+            for d in directories
+            for name in host.list_dir(d)
+            if (info := host.stat(posixpath.join(d, name))) is not None and stat.S_ISDIR(info.st_mode)
+        ]
         self.elsewhere: list[Definition] = []
         if elsewhere:
             other = read_spec_dirs([host.shown(d) for d in elsewhere], loader)
@@ -272,16 +280,22 @@ class _EngineView:
         outside = [d for d in self.elsewhere if _matches(pattern, d.name)]
         if outside:
             path = outside[-1].path
-            directory = posixpath.dirname(path)
-            own = self.host.shown(self.directories[-1]) if self.directories else "/var/run/cdi"
+            directory = self._node_path(posixpath.dirname(path))
+            parent = posixpath.dirname(directory)
+            if parent in self.directories:
+                why = f"{directory} is a subdirectory of {parent}, and the CDI library reads no subdirectory"
+                fix = f"move {path} up into {self.host.shown(parent)}"
+            else:
+                why = f"{ENGINE_NAMES[self.engine]} reads specs only from {', '.join(self.directories)}"
+                own = self.host.shown(self.directories[-1]) if self.directories else "/var/run/cdi"
+                fix = f"move {path} into {own}, or add {directory} to {SPEC_DIRS_SETTING[self.engine]}"
             return Resolution(
                 pattern,
                 False,
                 reason=cdi_reasons.NOT_SCANNED,
-                message=f"{path} defines it, but {ENGINE_NAMES[self.engine]} reads specs only from "
-                f"{', '.join(self.directories)}",
+                message=f"{path} defines it, but {why}",
                 engine_error=error,
-                fix=f"move {path} into {own}, or add {self._node_path(directory)} to {SPEC_DIRS_SETTING[self.engine]}",
+                fix=fix,
                 files=[path],
             )
         defined = sorted(self.winners)

@@ -233,3 +233,14 @@ def test_enable_cdi_in_a_drop_in_the_root_imports(fake_host: FakeHost, capsys: p
     fake_host.text("/etc/containerd/conf.d/50-cdi.toml", CONTAINERD_CDI_ON)
     status, report = resolve(capsys, fake_host, "nvidia.com/gpu=0")
     assert status == 0 and only(report)["resolved"]
+
+
+def test_a_spec_in_a_subdirectory_is_not_read(fake_host: FakeHost, capsys: pytest.CaptureFixture[str]) -> None:
+    containerd_node(fake_host).text("/etc/cdi/nvidia/nvidia.yaml", spec())
+    status, report = resolve(capsys, fake_host, "nvidia.com/gpu=0")
+    found = only(report)
+    assert status == 1 and found["reason"] == cdi_reasons.NOT_SCANNED
+    assert (
+        "/etc/cdi/nvidia is a subdirectory of /etc/cdi, and the CDI library reads no subdirectory" in found["message"]
+    )
+    assert found["fix"] == f"move {fake_host.root}/etc/cdi/nvidia/nvidia.yaml up into {fake_host.root}/etc/cdi"
