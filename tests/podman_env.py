@@ -162,6 +162,76 @@ def run_hooks_cases(cases: list[dict[str, Any]], directory: Path) -> list[dict[s
     return results
 
 
+CLONE_NEWNS = 0x00020000
+SPEC_DIRS = ("/etc/cdi", "/run/cdi")  # /var/run is /run
+
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, capture_output=True)
+
+
+def run_cdi_cases(cases: list[dict[str, Any]], directory: Path) -> list[dict[str, Any]]:
+    """For each case ({"reason", "etc_cdi", "run_cdi", "name"}), with the two directories bound over /etc/cdi and
+    /var/run/cdi in this process's own mount namespace: `podman run --device NAME`, and `cdi resolve` of the
+    same name as podman, both seeing exactly those specs."""
+    if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNS) != 0:
+        raise PodmanUnavailable(f"unshare(CLONE_NEWNS): errno {ctypes.get_errno()}")
+    _mount("--make-rprivate", "/")
+    created = [path for path in SPEC_DIRS if not os.path.isdir(path)]
+    for path in created:
+        os.makedirs(path)
+    env = PodmanEnv(directory)
+    results = []
+    try:
+        env.import_busybox()
+        env.configure([])
+        for case in cases:
+            _mount("--bind", case["etc_cdi"], "/etc/cdi")
+            _mount("--bind", case["run_cdi"], "/run/cdi")
+            try:
+                ran = env.run(
+                    "run", "--rm", "--pull=never", "--device", case["name"], IMAGE, "sh", "-c", "echo env=$GPU_FROM_CDI"
+                )
+                resolved = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "nvidia_oci_hook",
+                        "cdi",
+                        "resolve",
+                        "--engine",
+                        "podman",
+                        "--format",
+                        "json",
+                        case["name"],
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
+                )
+            finally:
+                subprocess.run(["umount", "/etc/cdi", "/run/cdi"], check=False, capture_output=True)
+            results.append(
+                {
+                    "reason": case["reason"],
+                    "status": ran.returncode,
+                    "output": ran.stdout + ran.stderr,
+                    "stdout": ran.stdout,
+                    "resolve_status": resolved.returncode,
+                    "resolve": json.loads(resolved.stdout) if resolved.returncode in (0, 1) else resolved.stderr,
+                }
+            )
+    finally:
+        env.close()
+        for path in created:
+            os.rmdir(path)
+    return results
+
+
+MODES = {"hooks": run_hooks_cases, "cdi": run_cdi_cases}
+
+
 def run_isolated(mode: str, cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[str, Any]]:
     """Run a mode of this module in a child subreaper process; raises PodmanUnavailable when it cannot run."""
     if os.geteuid() != 0:
@@ -187,14 +257,14 @@ def run_isolated(mode: str, cases: list[dict[str, Any]], timeout: float = 300) -
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 4 or argv[1] != "hooks":
-        print(f"usage: {argv[0]} hooks CASES.json RESULTS.json", file=sys.stderr)
+    if len(argv) != 4 or argv[1] not in MODES:
+        print(f"usage: {argv[0]} {'|'.join(MODES)} CASES.json RESULTS.json", file=sys.stderr)
         return 2
     become_subreaper()
     cases = json.loads(Path(argv[2]).read_text())
     with tempfile.TemporaryDirectory(prefix="podman-env-") as directory:
         try:
-            results = run_hooks_cases(cases, Path(directory))
+            results = MODES[argv[1]](cases, Path(directory))
         finally:
             reap_children(deadline=time.monotonic() + 10)
     Path(argv[3]).write_text(json.dumps(results))

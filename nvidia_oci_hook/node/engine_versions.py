@@ -211,7 +211,8 @@ def parse_version_output(engine: str, output: str) -> Optional[str]:
             return match.group(1) if match else None
         if words[:1] == [BINARIES[engine]] or (engine == "crio" and words[:1] == ["crio"]):
             for word in words[1:]:
-                match = _RELEASE.fullmatch(word)
+                # Debian's builds say 1.7.24~ds1, and some builds 2.1.9+unknown.
+                match = _RELEASE.fullmatch(re.split(r"[~+]", word, maxsplit=1)[0])
                 if match:
                     return match.group(1)
     return None

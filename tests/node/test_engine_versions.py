@@ -186,7 +186,9 @@ def test_a_configured_engine_without_a_release_is_judged_with_the_newest_library
     [("containerd", "containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7193e4e490e9fbdc236c0e811ccaba3376\n",
       "2.1.4"),
      ("containerd", "containerd containerd.io 1.7.24 88bf19b2105c8b17560993bee28a01ddc2f97182\n", "1.7.24"),
-     ("containerd", "containerd github.com/containerd/containerd 1.7.24~ds1\n", None),
+     # Debian's and unreleased builds: the upstream release, as dpkg's version gives it.
+     ("containerd", "containerd github.com/containerd/containerd 1.7.24~ds1 1.7.24~ds1-6+deb13u1\n", "1.7.24"),
+     ("containerd", "containerd github.com/containerd/containerd/v2 2.1.9+unknown \n", "2.1.9"),
      ("crio", "crio version 1.31.3\n", "1.31.3"),
      ("crio", "crio version 1.30.0\nVersion:        1.30.0\nGitCommit:      abc\n", "1.30.0"),
      ("crio", "Version:          1.29.1\nGitCommit:  x\n", "1.29.1"),
