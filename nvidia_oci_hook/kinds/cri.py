@@ -97,6 +97,11 @@ class CRIContainerConfig:
         return None
 
 
+def is_cri_container(value: Any) -> bool:
+    """Whether a parsed document is a CRI container config rather than an OCI one."""
+    return _is_cri_container("", value)
+
+
 def _is_cri_container(path: str, value: Any) -> bool:
     if not isinstance(value, dict):
         return False

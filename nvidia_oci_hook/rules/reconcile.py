@@ -14,6 +14,9 @@ from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.engine.pipeline import plan
 from nvidia_oci_hook.engine.records import Plan
 from nvidia_oci_hook.findings import Problem, Severity
+from nvidia_oci_hook.formats.jsontext import pointer_join
+from nvidia_oci_hook.kinds.cdinames import cdi_name_error
+from nvidia_oci_hook.kinds.cri import CRI_CONTAINER, CRIContainerConfig, is_cri_container
 from nvidia_oci_hook.kinds.document import OCI_CONFIG
 from nvidia_oci_hook.rules.base import Context, rule
 
@@ -33,13 +36,14 @@ def _findings(code: str, value: Any, context: Context) -> Iterator[Problem]:
             yield Problem(finding.pointer, finding.message, finding.hint)
 
 
-@rule("REC001", "unresolved-cdi-device", Severity.ERROR, [OCI_CONFIG], needs_host=True)
+@rule("REC001", "unresolved-cdi-device", Severity.ERROR, [OCI_CONFIG, CRI_CONTAINER], needs_host=True)
 def unresolved_cdi_device(value: Any, context: Context) -> Iterator[Problem]:
     """A requested CDI device is not defined by any usable spec on this node.
 
     ## What it checks
     Every CDI device the config requests (a `cdi.k8s.io/` annotation, or a qualified name in
-    `NVIDIA_VISIBLE_DEVICES`) against the spec directories (`cdi.spec_dirs`, default `/etc/cdi` and
+    `NVIDIA_VISIBLE_DEVICES`; in a CRI container config, `cdi_devices` and the annotations) against the spec
+    directories (`cdi.spec_dirs`, default `/etc/cdi` and
     `/var/run/cdi`), read as the CDI library's cache reads them: a later directory overrides an earlier one, and a
     name two specs of one directory both define is dropped.
 
@@ -52,9 +56,36 @@ def unresolved_cdi_device(value: Any, context: Context) -> Iterator[Problem]:
 
     ## Fix
     Request a device the node has (`nvidia-ctk cdi list`), or regenerate the spec
-    (`nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml`); the message names specs that could not be used.
+    (`nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml`). The message gives the one reason, as
+    `nvidia-oci-hook cdi resolve` does: a conflict, the spec that defines it not loaded, a directory not read, or
+    the names defined, nearest first.
     """
-    return _findings("REC001", value, context)
+    if is_cri_container(value):
+        yield from _cri_unresolved(value, context)
+        return
+    yield from _findings("REC001", value, context)
+
+
+def _cri_unresolved(value: Any, context: Context) -> Iterator[Problem]:
+    """A CRI container config's CDI requests, resolved as the engine resolves them (engine/cdi.py)."""
+    from nvidia_oci_hook.engine.cdi import read_cache, unresolved_reason
+
+    assert context.host is not None
+    settings = context.settings or Settings()
+    config = CRIContainerConfig(value)
+    wanted = [(request.pointer, request.name) for request in config.cdi_devices]
+    base, annotations = config.annotations
+    for key, names in annotations.items():
+        if isinstance(key, str) and isinstance(names, str) and key.startswith(settings.cdi_annotation_prefixes):
+            wanted.extend((pointer_join(base, key), name.strip()) for name in names.split(","))
+    if not wanted:
+        return
+    cache = read_cache(context.host, settings.cdi_spec_dirs)
+    for pointer, name in wanted:
+        if cdi_name_error(name) is not None or name in cache.devices:
+            continue  # CRI004 and GPU005 name a malformed request
+        reason, detail, fix = unresolved_reason(name, cache, settings.cdi_spec_dirs, context.host)
+        yield Problem(pointer, f"CDI device {name} is unresolvable ({reason}): {detail}", fix)
 
 
 @rule("REC002", "invalid-cdi-request", Severity.ERROR, [OCI_CONFIG], needs_host=True)

@@ -33,6 +33,13 @@ def node_with_stray_devices(host: FakeHost) -> None:
     host.device("/dev/nvidiactl", "c", 195, 255).device("/dev/nvidia0", "c", 195, 0).directory("/run/nvidia/driver")
 
 
+def node_with_cdi_spec(host: FakeHost, *names: str) -> None:
+    devices = [{"name": name, "containerEdits": {"env": [f"GPU={name}"]}} for name in names]
+    host.text(
+        "/var/run/cdi/nvidia.json", json.dumps({"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": devices})
+    )
+
+
 PLUGIN_DEVICE = device("/dev/nvidia0", "/run/nvidia/driver/dev/nvidia0")
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], Callable[[FakeHost], None]]] = [
@@ -48,6 +55,8 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], Callable[[FakeHost], None
      node_with_stray_devices),
     ("CRI005", cri([device("/dev/nvidia0", "/dev/nvidia0", "rw-")]), cri([device("/dev/nvidia0", "/dev/nvidia0")]),
      node_with_stray_devices),
+    ("REC001", cri(cdi_devices=[{"name": "nvidia.com/gpu=7"}]), cri(cdi_devices=[{"name": "nvidia.com/gpu=0"}]),
+     lambda host: node_with_cdi_spec(host, "0")),
 ]  # fmt: skip
 
 
@@ -97,6 +106,7 @@ def test_keys_match_without_regard_to_case() -> None:
 @pytest.mark.root
 def test_corpus_expected_codes(fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str]) -> None:
     node_with_stray_devices(fake_host)
+    node_with_cdi_spec(fake_host, "1", "all")
     expected = json.loads((CORPUS / "expected.json").read_text())["files"]
     for name, want in expected.items():
         status = main(["lint", "--format", "json", "--host-root", str(fake_host.root), str(CORPUS / name)])
@@ -105,3 +115,33 @@ def test_corpus_expected_codes(fake_host: FakeHost, as_root: None, capsys: pytes
         assert sorted(f["code"] for f in result["findings"]) == sorted(want["codes"]), name
         assert status == (1 if want["codes"] else 0), name
         assert all(f["line"] for f in result["findings"]), name
+
+
+def _cdi_spec(kind: str = "nvidia.com/gpu") -> str:
+    return json.dumps(
+        {"cdiVersion": "0.5.0", "kind": kind, "devices": [{"name": "0", "containerEdits": {"env": ["A=1"]}}]}
+    )
+
+
+def test_an_unresolvable_cdi_request_gives_its_reason(fake_host: FakeHost, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_host.text("/etc/cdi/a.json", _cdi_spec()).text("/etc/cdi/b.json", _cdi_spec())
+    fake_host.text("/var/run/cdi/net.json", _cdi_spec("example.com/net"))
+    config = cri(
+        cdi_devices=[{"name": "nvidia.com/gpu=0"}, {"name": "example.com/net=0"}],
+        annotations={"cdi.k8s.io/extra": "example.com/net=1"},
+    )
+    path = fake_host.root / "container.json"
+    path.write_text(json.dumps(config, indent=2))
+    status = main(["lint", "--format", "json", "--host-root", str(fake_host.root), str(path)])
+    (result,) = json.loads(capsys.readouterr().out)["files"]
+    found = {f["pointer"]: f for f in result["findings"] if f["code"] == "REC001"}
+    assert status == 1 and result["kind"] == "cri"
+    assert sorted(found) == ["/annotations/cdi.k8s.io~1extra", "/cdi_devices/0"]
+    assert (
+        "CDI device nvidia.com/gpu=0 is unresolvable (conflict): /etc/cdi/a.json and /etc/cdi/b.json"
+        in (found["/cdi_devices/0"]["message"])
+    )
+    assert found["/annotations/cdi.k8s.io~1extra"]["message"].startswith(
+        "CDI device example.com/net=1 is unresolvable (not-defined): no spec in /etc/cdi, /var/run/cdi defines it; "
+        "defined: example.com/net=0"
+    )

@@ -76,3 +76,5 @@ def test_a_refusal_reaches_the_cri_caller_in_runc_style(wrapped: tuple[CRIDaemon
     # The shim reads the runc-style JSON line from its --log file: containerd's error quotes our message.
     assert result.error is not None and "nvidia-oci-hook: refusing container" in result.error, result.error
     assert "[REC001] CDI device example.com/gpu=9" in result.error
+    # The reason reaches the CRI caller too: the spec defines 0, not 9.
+    assert "is unresolvable (not-defined)" in result.error and "defined: example.com/gpu=0" in result.error
