@@ -205,7 +205,7 @@ def configured_roots(host: HostView) -> tuple[list[str], list[str]]:
     drop-ins), and the Root option of containerd's runc handlers, which holds one directory per namespace.
     Returns (roots, containerd roots)."""
     from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
-    from nvidia_oci_hook.node.engines import CONTAINERD_CONFIG, crio_files, dig
+    from nvidia_oci_hook.node.engines import containerd_in_effect, crio_files, dig
     from nvidia_oci_hook.node.reload_risk import read_toml
 
     roots: list[str] = []
@@ -216,7 +216,7 @@ def configured_roots(host: HostView) -> tuple[list[str], list[str]]:
             if isinstance(root, str) and root.startswith("/") and root not in roots:
                 roots.append(root)
     containerd_roots: list[str] = []
-    config = read_toml(host, CONTAINERD_CONFIG)
+    config = containerd_in_effect(host)
     if config is not None:
         for runtime in ContainerdConfig(config).runtimes():
             _, root = runtime.option("Root")

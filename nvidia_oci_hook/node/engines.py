@@ -70,10 +70,27 @@ def dig(value: Any, *keys: str) -> Any:
 
 
 def crio_files(host: HostView) -> list[str]:
-    """cri-o's configuration files in the order it reads them: crio.conf, then its drop-ins by name (later ones
-    win)."""
-    drop_ins = [name for name in sorted(host.list_dir(CRIO_DROPINS)) if not name.startswith(".")]
-    return [CRIO_MAIN] + [posixpath.join(CRIO_DROPINS, name) for name in drop_ins]
+    """cri-o's configuration files in effect (node paths), in the order it reads them: crio.conf, then its
+    drop-ins by name (later ones win)."""
+    chosen = find_locations(host, versions=False).crio
+    main, directory = (chosen.path, chosen.directory or CRIO_DROPINS) if chosen else (CRIO_MAIN, CRIO_DROPINS)
+    drop_ins = [name for name in sorted(host.list_dir(directory)) if not name.startswith(".")]
+    return [main] + [posixpath.join(directory, name) for name in drop_ins]
+
+
+def containerd_in_effect(host: HostView) -> Optional[dict[str, Any]]:
+    """containerd's configuration in effect (a running daemon's, the distribution's, the default file), its
+    drop-ins merged; None where there is none."""
+    from nvidia_oci_hook.kinds.containerd.reading import effective_config, read_containerd_config
+    from nvidia_oci_hook.lint import LintOptions, load_file
+
+    chosen = find_locations(host, versions=False).containerd
+    path = chosen.path if chosen else CONTAINERD_CONFIG
+    if not host.exists(path):
+        return None
+    options = LintOptions(host_root=host.root)
+    collection = read_containerd_config(host.shown(path), lambda file, kind: load_file(file, kind, options), host.root)
+    return effective_config(collection, _series(None, collection.root_version))
 
 
 def _directory_kind(member_kind: str) -> Any:

@@ -128,8 +128,9 @@ def _engine_of(argv: tuple[str, ...]) -> Optional[str]:
     return None
 
 
-def running_daemons(host: HostView) -> list[Daemon]:
-    """containerd and cri-o daemons in the host's /proc, with the files their command lines name."""
+def running_daemons(host: HostView, versions: bool = True) -> list[Daemon]:
+    """containerd and cri-o daemons in the host's /proc, with the files their command lines name (and, with
+    versions, each binary's release)."""
     proc = host.shown("/proc")
     try:
         pids = sorted(int(name) for name in os.listdir(proc) if name.isdigit())
@@ -157,7 +158,7 @@ def running_daemons(host: HostView) -> list[Daemon]:
                 argv,
                 _absolute(proc, pid, config),
                 _absolute(proc, pid, config_dir),
-                _daemon_version(host, proc, pid, engine),
+                _daemon_version(host, proc, pid, engine) if versions else None,
             )
         )
     return found
@@ -216,11 +217,11 @@ def _distribution_of(path: str) -> tuple[Optional[str], tuple[str, ...]]:
     return None, ()
 
 
-def find_locations(host: HostView, by_hand: Optional[ByHand] = None) -> Locations:
+def find_locations(host: HostView, by_hand: Optional[ByHand] = None, versions: bool = True) -> Locations:
     """The containerd and cri-o configuration in effect: named by hand, else a running daemon's, else the
     distribution's, else the engine's default."""
     by_hand = by_hand or ByHand()
-    locations = Locations(daemons=running_daemons(host))
+    locations = Locations(daemons=running_daemons(host, versions))
     locations.containerd = _containerd(host, by_hand, locations)
     locations.crio = _crio(host, by_hand, locations)
     return locations

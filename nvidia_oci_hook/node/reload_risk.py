@@ -176,7 +176,7 @@ def node_configs(host: HostView, packages: dict[str, str]) -> dict[str, dict[str
     """What each engine's configuration says of its cgroups (the settings engine_cgroups reads), for the engines
     configured or installed on the node; later cri-o drop-ins win, as cri-o reads them."""
     from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
-    from nvidia_oci_hook.node.engines import CONTAINERD_CONFIG, CONTAINERS_CONF, crio_files, dig
+    from nvidia_oci_hook.node.engines import CONTAINERS_CONF, containerd_in_effect, crio_files, dig
 
     found: dict[str, dict[str, Any]] = {}
     crio: dict[str, Any] = {}
@@ -192,7 +192,7 @@ def node_configs(host: HostView, packages: dict[str, str]) -> dict[str, dict[str
                 crio[key] = runtime[key]
     if present or "cri-o" in packages:
         found["crio"] = crio
-    containerd = read_toml(host, CONTAINERD_CONFIG)
+    containerd = containerd_in_effect(host)
     if containerd is not None or "containerd" in packages or "containerd.io" in packages:
         config = ContainerdConfig(containerd or {})
         default = dig(config.cri_containerd(), "default_runtime_name") or "runc"

@@ -189,3 +189,15 @@ def test_a_running_daemons_flags_decide(fake_host: FakeHost) -> None:
 )
 def test_flags_as_go_reads_them(argv: tuple[str, ...], expected: str) -> None:
     assert _flag(argv, ("--config", "-c")) == expected
+
+
+def test_doctor_reads_the_engines_state_roots_from_the_files_in_effect(fake_host: FakeHost) -> None:
+    from nvidia_oci_hook.node.containers import configured_roots
+
+    runc = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n'
+    root = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  Root = "/run/k3s/runc"\n'
+    fake_host.text(f"{K3S_DIR}/config.toml", HEADER.format("k3s") + "version = 2\n" + runc + root)
+    fake_host.text("/etc/containerd/config.toml", PLAIN)  # not in effect
+    fake_host.text("/proc/77/cmdline", "\0".join(["crio", "--config-dir", "/srv/crio.d"]) + "\0")
+    fake_host.text("/srv/crio.d/10-runc.conf", '[crio.runtime.runtimes.runc]\nruntime_root = "/run/srv-runc"\n')
+    assert configured_roots(HostView(str(fake_host.root))) == (["/run/srv-runc"], ["/run/k3s/runc"])
