@@ -108,12 +108,7 @@ def discover_node(
     locations = find_locations(host, by_hand or ByHand())
     facts = NodeFacts()
     node = NodeCollection(NODE, [host.root], locations=locations, facts=facts)
-    found, looked = installed_engines(host)
-    facts.releases = {release.engine: release for release in found}
-    for daemon in locations.daemons:
-        if daemon.version is not None:
-            # The running binary decides, whatever a package database says.
-            facts.releases[daemon.engine] = EngineRelease(daemon.engine, daemon.version, f"/proc/{daemon.pid}/exe")
+    facts.releases, looked = engine_releases(host, locations)
     if release is not None:
         facts.releases[release[0]] = EngineRelease(release[0], release[1], "named by --engine")
     node.looked.extend(looked)
@@ -139,6 +134,19 @@ def discover_node(
 
 def _missing(host: HostView, node: Collection, path: str, why: str) -> None:
     node.skipped.append(Skipped(host.shown(path), why))
+
+
+def engine_releases(
+    host: HostView, locations: Optional[Locations] = None
+) -> tuple[dict[str, EngineRelease], list[tuple[str, str]]]:
+    """Each engine's release: a running daemon's binary decides, whatever a package database says; else the
+    installed binary's --version, else the package databases. And (place, what) for the places looked at."""
+    found, looked = installed_engines(host)
+    releases = {release.engine: release for release in found}
+    for daemon in (locations or find_locations(host)).daemons:
+        if daemon.version is not None:
+            releases[daemon.engine] = EngineRelease(daemon.engine, daemon.version, f"/proc/{daemon.pid}/exe")
+    return releases, looked
 
 
 def _in_effect(node: Collection, view: HostView, chosen: ConfigInEffect) -> None:
