@@ -149,6 +149,7 @@ def test_a_uuid_against_a_spec_of_indices(fake_host: FakeHost, capsys: pytest.Ca
     # Same vendor and class first; "1" is nearer, as text, to a UUID holding a 1.
     assert found["defined"] == ["nvidia.com/gpu=1", "nvidia.com/gpu=0", "nvidia.com/gpu=all", "example.com/net=eth0"]
     assert "(the request names the GPU by uuid, the specs by all and index)" in found["message"]
+    assert found["fix"] == cdi_reasons.REASONS[cdi_reasons.NOT_DEFINED][1]
 
 
 def test_every_reason_is_documented(fake_host: FakeHost) -> None:
