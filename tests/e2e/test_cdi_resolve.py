@@ -110,6 +110,13 @@ def test_containerd_17_through_cri(spec_root: Path, reason: str) -> None:
         if reason != cdi_reasons.CDI_OFF:
             assert found["engine_error"].startswith(f"unresolvable CDI devices {NAME}")
             assert all(path.startswith(str(directory)) for path in found["files"])
+        logged = daemon.log().replace('\\"', '"')
+        if reason in (cdi_reasons.NOT_LOADED, cdi_reasons.LIBRARY_TOO_OLD):
+            # What the library says of the spec, as containerd logs it once at its refresh.
+            said = found["engine_error"].split("logged once at WARN: ", 1)[1].rstrip(")")
+            assert said in logged, logged[-2000:]
+        if reason == cdi_reasons.CONFLICT:
+            assert f'conflicting device "{NAME}"' in logged
 
 
 def test_containerd_17_resolves_a_good_spec(spec_root: Path) -> None:
