@@ -32,6 +32,12 @@ def lint_value(
     return lint_document(document, active_rules(options), context)
 
 
+def control_node(**extra: Any) -> dict[str, Any]:
+    """The linux.devices entry of /dev/nvidiactl: a GPU listed without it is unusable (GPU001), and refused, so the
+    tests that give a container a GPU for other purposes list it too."""
+    return {"path": "/dev/nvidiactl", "type": "c", "major": 195, "minor": 255, **extra}
+
+
 def codes(findings: list[Finding]) -> list[str]:
     return [finding.code for finding in findings]
 

@@ -8,16 +8,41 @@ from __future__ import annotations
 
 from nvidia_oci_hook.engine.records import Edit, EngineFinding
 from nvidia_oci_hook.host import owning_root, rewrite_for_existing_root
-from nvidia_oci_hook.kinds.devices import DeviceAccess, cgroup_type, nvidia_node
+from nvidia_oci_hook.kinds.devices import NVIDIACTL, DeviceAccess, cgroup_type, first_by_path, gpu_index, nvidia_node
 from nvidia_oci_hook.kinds.oci import OCIConfig, normalize_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
     from nvidia_oci_hook.config import Settings
     from nvidia_oci_hook.host import HostView
     from nvidia_oci_hook.kinds.oci import Device
+
+
+# lint's GPU001 (rules/gpu.py) is this check on the config as given.
+GPU_WITHOUT_CONTROL = "GPU001"
+
+
+def gpus_without_control_node(devices: Iterable[Device]) -> list[EngineFinding]:
+    """The GPU nodes a container cannot use: listed without /dev/nvidiactl, which every CUDA and NVML call opens
+    first. The one definition of it: lint's GPU001 judges the config as given, the plan the config runc gets."""
+    by_path = first_by_path(devices)
+    if NVIDIACTL in by_path:
+        return []
+    return [
+        EngineFinding(
+            GPU_WITHOUT_CONTROL,
+            "error",
+            device.pointer,
+            f"{device.path} is listed but {NVIDIACTL} is not: CUDA and NVML cannot use the GPU",
+            f'add {{"path": "{NVIDIACTL}", "type": "c", "major": 195, "minor": 255}} to linux.devices',
+            gpu_unusable=True,
+        )
+        for device in by_path.values()
+        if gpu_index(device.path) is not None
+    ]
 
 
 def _number(device: Device) -> str:

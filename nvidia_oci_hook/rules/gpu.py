@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from nvidia_oci_hook.engine.transforms import gpus_without_control_node
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.cdinames import cdi_name_error
@@ -14,7 +15,6 @@ from nvidia_oci_hook.kinds.devices import (
     NVIDIA_UVM_TOOLS,
     NVIDIACTL,
     first_by_path,
-    gpu_index,
     nvidia_node,
 )
 from nvidia_oci_hook.kinds.document import OCI_CONFIG, OCI_STATE
@@ -33,7 +33,9 @@ def gpu_without_nvidiactl(value: Any, context: Context) -> Iterator[Problem]:
 
     ## Why it matters
     Every CUDA and NVML call opens the control node first; without it the GPU node is useless and the
-    application reports "no CUDA-capable device is detected" or NVML's "Driver Not Loaded".
+    application reports "no CUDA-capable device is detected" or NVML's "Driver Not Loaded". The wrapper and the
+    guard judge the config as runc gets it (after CDI requests are applied) the same way, and refuse the
+    container under the default `policy.fail_on: gpu-unusable`.
 
     ## Example
     `linux.devices` lists `/dev/nvidia0` (c 195:0) only.
@@ -42,16 +44,8 @@ def gpu_without_nvidiactl(value: Any, context: Context) -> Iterator[Problem]:
     Add `{"path": "/dev/nvidiactl", "type": "c", "major": 195, "minor": 255}` and an allow rule for it; a
     complete CDI spec (`nvidia-ctk cdi generate`) always includes it.
     """
-    by_path = first_by_path(devices(value, context))
-    if NVIDIACTL in by_path:
-        return
-    for device in by_path.values():
-        if gpu_index(device.path) is not None:
-            yield Problem(
-                device.pointer,
-                f"{device.path} is listed but {NVIDIACTL} is not: CUDA and NVML cannot use the GPU",
-                f'add {{"path": "{NVIDIACTL}", "type": "c", "major": 195, "minor": 255}} to linux.devices',
-            )
+    for finding in gpus_without_control_node(devices(value, context)):
+        yield Problem(finding.pointer, finding.message, finding.hint)
 
 
 @rule("GPU002", "uvm-without-control", Severity.ERROR, [OCI_CONFIG])

@@ -10,13 +10,14 @@ import pytest
 
 from tests.cli.test_cli import run, write
 from tests.engine.support import config, device
+from tests.helpers import control_node
 from tests.runtime.support import fake_runtime, launchers
 from tests.runtime.support import run as run_process
 
 
 def _needs_work() -> dict[str, object]:
     value = config()
-    value["linux"]["devices"] = [device("/dev/nvidia0", 195, 0), device("/dev/nvidia0", 195, 0)]
+    value["linux"]["devices"] = [device("/dev/nvidia0", 195, 0), device("/dev/nvidia0", 195, 0), control_node()]
     return value
 
 
@@ -28,7 +29,7 @@ def test_diff_shows_the_change_and_writes_nothing(tmp_path: Path, capsys: pytest
     assert out.startswith(f"--- {path} (as given)\n+++ {path} (reconciled)\n@@")
     assert '+          "allow": true,' in out
     assert "edit     DEV001   /linux/devices/1: remove duplicate /dev/nvidia0 (c 195:0), kept /linux/devices/0" in err
-    assert err.endswith("2 edits, 0 problems left\n")
+    assert err.endswith("3 edits, 0 problems left\n")
     assert Path(path).read_bytes() == before
 
 
@@ -37,7 +38,7 @@ def test_in_place_keeps_the_style_and_skips_a_clean_file(tmp_path: Path, capsys:
     os.chmod(path, 0o600)
     assert run(capsys, "reconcile", "--host-root", str(tmp_path), "--in-place", path)[0] == 0
     text = Path(path).read_text()
-    assert text.startswith('{\n  "ociVersion"') and len(json.loads(text)["linux"]["devices"]) == 1
+    assert text.startswith('{\n  "ociVersion"') and len(json.loads(text)["linux"]["devices"]) == 2
     assert os.stat(path).st_mode & 0o777 == 0o600
     stamp = os.stat(path).st_mtime_ns
     status, _, err = run(capsys, "reconcile", "--host-root", str(tmp_path), "--in-place", path)
@@ -50,7 +51,7 @@ def test_output_file_and_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert run(capsys, "reconcile", "--host-root", str(tmp_path), path, "-o", str(out_path))[0] == 0
     written = json.loads(out_path.read_text())
     status, out, _ = run(capsys, "reconcile", "--host-root", str(tmp_path), path)
-    assert status == 0 and json.loads(out) == written and len(written["linux"]["devices"]) == 1
+    assert status == 0 and json.loads(out) == written and len(written["linux"]["devices"]) == 2
 
 
 def test_problems_left_make_the_exit_status_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import control_node
 from tests.runtime.support import launchers, settled, write_config
 
 SPEC = {
@@ -18,7 +19,8 @@ SPEC = {
             "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}]},
         }
     ],
-    "containerEdits": {"env": ["GPU_FROM_CDI=1"]},
+    # As nvidia-ctk writes it: the control node, which every GPU needs, for all devices of the spec.
+    "containerEdits": {"env": ["GPU_FROM_CDI=1"], "deviceNodes": [control_node()]},
 }
 ANNOTATION = ("cdi.k8s.io/gpu", "example.com/gpu=0")
 # The variable, the node's numbers (hex) and what opening it gives: ENXIO (no GPU here) once it is allowed.

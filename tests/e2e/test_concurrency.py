@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.bundles import base_config, bundle_rootfs, need, write_bundle
+from tests.helpers import control_node
 from tests.runtime.support import launchers, settled, write_config
 
 pytestmark = [pytest.mark.root, pytest.mark.runtime]
@@ -43,7 +44,7 @@ def test_64_containers_at_once_through_the_dispatcher(tmp_path: Path) -> None:
     def one(index: int) -> str:
         name = f"e2e-many-{index}"
         spec = base_config(rootfs, SCRIPT)
-        spec["linux"]["devices"] = [dict(DEVICE)]
+        spec["linux"]["devices"] = [dict(DEVICE), control_node(fileMode=0o666)]
         spec["linux"]["cgroupsPath"] = f"/nvidia-oci-hook-e2e/{name}"
         bundle = write_bundle(tmp_path / name, spec)
         runtime = [str(dispatcher), "--root", str(state)]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.bundles import Runtime, base_config, bundle_rootfs, privileged, write_bundle
+from tests.helpers import control_node
 from tests.runtime.support import counting_interpreter, launchers, python_starts, settled, write_config
 
 pytestmark = [pytest.mark.root, pytest.mark.runtime]
@@ -76,7 +77,10 @@ def test_stale_driver_root_mount(runtime: Runtime, rootfs: Path, tmp_path: Path,
 
 def test_device_without_cgroup_rule(runtime: Runtime, rootfs: Path, tmp_path: Path, wrapper: Any) -> None:
     config = base_config(rootfs, "cat /dev/nvidia0; echo done")
-    config["linux"]["devices"] = [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0, "fileMode": 0o666}]
+    config["linux"]["devices"] = [
+        {"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0, "fileMode": 0o666},
+        control_node(fileMode=0o666),
+    ]
     plain, wrapped = _both(runtime, tmp_path, config, wrapper)
     assert plain.created and "Operation not permitted" in plain.output
     # Allowed now: with no GPU on this machine the driver answers ENXIO, which only an allowed open reaches.
@@ -104,7 +108,7 @@ def test_privileged_duplicates_plus_cdi_give_one_right_node(
                         },
                     }
                 ],
-                "containerEdits": {"env": ["GPU_FROM_CDI=1"]},
+                "containerEdits": {"env": ["GPU_FROM_CDI=1"], "deviceNodes": [control_node()]},
             }
         )
     )
@@ -144,7 +148,7 @@ def test_prestart_guard_stops_the_container_with_one_line(
     _, env, _ = wrapper
     hook = str(tmp_path / "bin/nvidia-oci-hook")
     config = base_config(rootfs, "echo started")
-    config["linux"]["devices"] = [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}]
+    config["linux"]["devices"] = [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}, control_node()]
     config["hooks"] = {
         "prestart": [{"path": hook, "args": [hook, "--config", env["NVIDIA_OCI_HOOK_CONFIG"], "hook", "prestart"]}]
     }
@@ -163,10 +167,10 @@ def test_prestart_guard_stops_the_container_with_one_line(
         assert hook_stderr.read_text().count("\n") == 1
     logged = json.loads((tmp_path / "wrapper.log").read_text())
     assert logged["mode"] == "prestart" and logged["summary"] in ours[0]
-    # The same container with its allow rule passes the guard.
-    config["linux"]["resources"]["devices"].append(
-        {"allow": True, "type": "c", "major": 195, "minor": 0, "access": "rwm"}
-    )
+    # The same container with its allow rules passes the guard.
+    config["linux"]["resources"]["devices"] += [
+        {"allow": True, "type": "c", "major": 195, "minor": minor, "access": "rwm"} for minor in (0, 255)
+    ]
     outcome = runtime.cycle(write_bundle(tmp_path / "allowed", config), f"allowed-{tmp_path.name}")
     assert outcome.created, outcome.create_error
     assert outcome.output == "started\n"
@@ -196,7 +200,7 @@ def test_the_guard_starts_no_python_for_a_container_with_nothing_to_guard(
         assert outcome.created and outcome.output == "started\n", outcome.create_error
         assert python_starts(starts) == 1, index
     gpu = guarded("echo started")
-    gpu["linux"]["devices"] = [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}]
+    gpu["linux"]["devices"] = [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}, control_node()]
     outcome = runtime.cycle(write_bundle(tmp_path / "gpu", gpu), f"gpu-{tmp_path.name}")
     assert not outcome.created and python_starts(starts) == 2
     shown = outcome.create_error if runtime.name == "runc" else hook_stderr.read_text()

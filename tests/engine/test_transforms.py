@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 
 from tests.engine.support import BASE, codes, config, device, gpu_spec, run, write_spec
+from tests.helpers import control_node, lint_value
 
 LIB = "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
 
@@ -68,13 +69,13 @@ def test_the_same_device_twice_becomes_one(tmp_path: Path) -> None:
 
 def _conflict() -> dict[str, object]:
     value = config()
-    value["linux"]["devices"] = [device("/dev/nvidia0", 195, 1), device("/dev/nvidia0", 195, 0)]
+    value["linux"]["devices"] = [device("/dev/nvidia0", 195, 1), device("/dev/nvidia0", 195, 0), control_node()]
     return value
 
 
 def test_conflict_first_wins_without_cdi(tmp_path: Path) -> None:
     result = run(_conflict(), tmp_path)
-    assert result.config["linux"]["devices"] == [device("/dev/nvidia0", 195, 1)]
+    assert result.config["linux"]["devices"] == [device("/dev/nvidia0", 195, 1), control_node()]
     assert codes(result)[0] == "DEV002" and "kept the first entry" in result.edits[0].message
 
 
@@ -82,7 +83,7 @@ def test_conflict_refused_by_policy(tmp_path: Path) -> None:
     result = run(_conflict(), tmp_path, policy_device_conflict="refuse")
     assert "REC004" in codes(result)
     assert [f.code for f in result.refusals("gpu-unusable")] == ["REC004"]
-    assert len(result.config["linux"]["devices"]) == 2
+    assert len(result.config["linux"]["devices"]) == 3
 
 
 def test_privileged_host_devices_replaced_by_the_cdi_device(tmp_path: Path) -> None:
@@ -143,3 +144,54 @@ def test_shapes_runc_accepts_pass_through(tmp_path: Path) -> None:
     ):
         result = run(value, tmp_path)
         assert not result.changed and result.findings == []
+
+
+def _gpus_allowed(*devices: dict[str, object]) -> dict[str, object]:
+    value = config()
+    value["linux"]["devices"] = list(devices)
+    value["linux"]["resources"]["devices"] = [{"allow": True, "access": "rwm"}]
+    return value
+
+
+def test_a_gpu_without_its_control_node_is_found_as_lint_finds_it(tmp_path: Path) -> None:
+    """Nothing to edit, but no GPU to use: the plan's finding is lint's GPU001, word for word, and lint (whose REC
+    rules run the plan) reports it once."""
+    value = _gpus_allowed(device("/dev/nvidia0", 195, 0), device("/dev/nvidia1", 195, 1))
+    result = run(value, tmp_path)
+    assert not result.changed
+    found = [(f.code, f.severity, f.pointer, f.message, f.hint, f.gpu_unusable) for f in result.findings]
+    linted = [
+        (f.code, f.severity.label, f.pointer, f.message, f.hint, True)
+        for f in lint_value(value, host_root=tmp_path)
+        if f.code == "GPU001"
+    ]
+    assert found == linted and [pointer for _, _, pointer, *_ in found] == ["/linux/devices/0", "/linux/devices/1"]
+    assert found[0][3] == "/dev/nvidia0 is listed but /dev/nvidiactl is not: CUDA and NVML cannot use the GPU"
+    assert [f.code for f in result.refusals("gpu-unusable")] == ["GPU001", "GPU001"]
+    assert result.refusals("never") == []
+    assert run(_gpus_allowed(device("/dev/nvidia0", 195, 0), control_node()), tmp_path).findings == []
+
+
+def test_the_control_node_a_cdi_request_brings_counts(tmp_path: Path) -> None:
+    value = config(annotations={"cdi.k8s.io/gpu": "example.com/gpu=0"})
+    write_spec(tmp_path / "etc/cdi", "gpu.json", gpu_spec(deviceNodes=[control_node()]))
+    result = run(value, tmp_path)
+    assert "GPU001" not in codes(result)
+    assert sorted(d["path"] for d in result.config["linux"]["devices"]) == ["/dev/nvidia0", "/dev/nvidiactl"]
+    # A spec without it leaves the GPU unusable, after the request is applied.
+    write_spec(tmp_path / "etc/cdi", "gpu.json", gpu_spec())
+    result = run(value, tmp_path)
+    assert [(f.code, f.pointer) for f in result.findings] == [("GPU001", "/linux/devices/0")]
+    assert [f.code for f in result.unapplied() if f.gpu_unusable] == ["GPU001", "REC006"]
+
+
+def test_deduplication_never_takes_the_control_node(tmp_path: Path) -> None:
+    for devices in (
+        [device("/dev/nvidia0", 195, 0), control_node(), control_node()],
+        [device("/dev/nvidia0", 195, 0), device("/dev/nvidiactl", 195, 254), control_node()],
+        [control_node(), device("/dev/nvidia0", 195, 0), device("/dev/nvidia0", 195, 0), control_node()],
+    ):
+        result = run(_gpus_allowed(*devices), tmp_path)
+        listed = [d["path"] for d in result.config["linux"]["devices"]]
+        assert sorted(listed) == ["/dev/nvidia0", "/dev/nvidiactl"], devices
+        assert "GPU001" not in codes(result), devices

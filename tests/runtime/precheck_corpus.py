@@ -13,6 +13,8 @@ from tests.e2e.bundles import base_config
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DRIVER_ROOT = "/run/nvidia/driver"
+# A variant the plan refuses (GPU001) though it needs no edit: the GPU node is allowed, the control node missing.
+GPU_WITHOUT_CONTROL = "a GPU node, allowed, without the control node"
 
 
 def variants(name: str, config: Any) -> list[tuple[str, Any]]:
@@ -40,6 +42,17 @@ def variants(name: str, config: Any) -> list[tuple[str, Any]]:
             {"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}
         )
 
+    def gpu_without_control(value: dict[str, Any]) -> None:
+        linux = section(value, "linux", {})
+        listed = section(linux, "devices", [])
+        listed[:] = [
+            entry for entry in listed if not (isinstance(entry, dict) and entry.get("path") == "/dev/nvidiactl")
+        ]
+        listed.append({"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0})
+        section(section(linux, "resources", {}), "devices", []).append(
+            {"allow": True, "type": "c", "major": 195, "minor": 0, "access": "rwm"}
+        )
+
     def mount(value: dict[str, Any], source: str) -> None:
         section(value, "mounts", []).append(
             {"destination": "/usr/lib/libcuda.so.1", "type": "bind", "source": source, "options": ["rbind", "ro"]}
@@ -52,6 +65,7 @@ def variants(name: str, config: Any) -> list[tuple[str, Any]]:
     changed("CDI name in NVIDIA_VISIBLE_DEVICES", lambda v: env(v, "NVIDIA_VISIBLE_DEVICES=nvidia.com/gpu=0"))
     changed("NVIDIA_VISIBLE_DEVICES=all", lambda v: env(v, "NVIDIA_VISIBLE_DEVICES=all"))
     changed("a device node", device)
+    changed(GPU_WITHOUT_CONTROL, gpu_without_control)
     changed("a mount under the driver root", lambda v: mount(v, DRIVER_ROOT + "/usr/lib/libcuda.so.1"))
     changed("a missing mount source", lambda v: mount(v, "/nonexistent/libcuda.so.1"))
     changed("a hook under the driver root", lambda v: hook(v, DRIVER_ROOT + "/usr/bin/nvidia-ctk"))

@@ -20,7 +20,7 @@ from nvidia_oci_hook.engine.pipeline import plan
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.runtime.dispatch import RECORD_FILE, remember
 from tests.e2e.bundles import base_config
-from tests.runtime.precheck_corpus import DRIVER_ROOT, compact, corpus_configs
+from tests.runtime.precheck_corpus import DRIVER_ROOT, GPU_WITHOUT_CONTROL, compact, corpus_configs
 from tests.runtime.test_dispatcher import Dispatcher
 
 pytestmark = [pytest.mark.runtime, pytest.mark.root]  # the corpus is generated with the real runtimes
@@ -69,6 +69,25 @@ def test_a_create_skips_python_only_where_the_plan_does_nothing(dispatcher: Disp
     # The pre-check proves something both ways: many plain configs skip Python, the plan acted on many others.
     assert skipped.get("compact", 0) > 300 and reconciled > 300, (skipped, reconciled)
     assert "escaped slashes" not in skipped and "escaped letters" not in skipped, skipped
+
+
+def test_a_gpu_without_its_control_node_never_skips_python(dispatcher: Dispatcher, tmp_path: Path) -> None:
+    """The plan refuses it with nothing to edit: in every text the dispatcher must leave it to Python."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    host = HostView("/")
+    create = ["create", "--bundle", str(bundle), "c1"]
+    texts = 0
+    for label, config, forms in corpus_configs():
+        if not label.endswith(GPU_WITHOUT_CONTROL):
+            continue
+        refusals = plan(config, host, SETTINGS).refusals(SETTINGS.policy_fail_on)
+        assert "GPU001" in [finding.code for finding in refusals], label
+        for form, text in forms:
+            (bundle / "config.json").write_bytes(text)
+            assert dispatcher.run(create)[0] == "python", (label, form)
+            texts += 1
+    assert texts > 40, texts
 
 
 def _driver_root(directory: Path) -> Path:

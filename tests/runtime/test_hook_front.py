@@ -23,7 +23,8 @@ from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.launcher import hook_front_text
 from nvidia_oci_hook.runtime.dispatch import RECORD_FILE, file_identity, remember
 from tests.e2e.bundles import base_config
-from tests.runtime.precheck_corpus import DRIVER_ROOT, compact, corpus_configs
+from tests.helpers import control_node
+from tests.runtime.precheck_corpus import DRIVER_ROOT, GPU_WITHOUT_CONTROL, compact, corpus_configs
 from tests.runtime.support import counting_interpreter, python_starts, settled, write_config
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -148,6 +149,26 @@ def test_the_guard_ends_in_sh_only_where_python_would_find_nothing(front: HookFr
     assert ended > 300 and started > 1000, (ended, started)
 
 
+@pytest.mark.runtime
+@pytest.mark.root  # the corpus is generated with the real runtimes
+def test_a_gpu_without_its_control_node_reaches_the_guard(front: HookFront, tmp_path: Path) -> None:
+    """The plan refuses it with nothing to edit: in every text the front must leave it to Python."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    host = HostView("/")
+    texts = 0
+    for label, config, forms in corpus_configs():
+        if not label.endswith(GPU_WITHOUT_CONTROL):
+            continue
+        assert "GPU001" in [finding.code for finding in plan(config, host, SETTINGS).unapplied()], label
+        state = runc_state(bundle, config)
+        for form, text in forms:
+            (bundle / "config.json").write_bytes(text)
+            assert isinstance(front.decide(["hook", "createRuntime"], state.encode("utf-8")), Started), (label, form)
+            texts += 1
+    assert texts > 40, texts
+
+
 def test_states_it_cannot_be_sure_of_reach_python_whole(front: HookFront, tmp_path: Path) -> None:
     bundle = _plain_bundle(tmp_path)
     plain = runc_state(bundle, {})
@@ -261,7 +282,7 @@ def test_python_records_what_the_front_reads_and_still_refuses_what_it_must(tmp_
     gpu = tmp_path / "gpu"
     gpu.mkdir()
     config = base_config(Path("/nonexistent-rootfs"), "true")
-    config["linux"]["devices"] = [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}]
+    config["linux"]["devices"] = [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}, control_node()]
     (gpu / "config.json").write_text(compact(config))
     # The state as an argument, and the state on stdin when it is too large for one.
     for state in (runc_state(gpu, config), runc_state(gpu, {"annotations": {"x": "y" * 70_000}})):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.support import config, device
-from tests.runtime.support import launchers, run, write_config
+from tests.runtime.support import fake_runtime, launchers, run, settled, write_config
 
 
 def _settings(tmp_path: Path, **policy: object) -> Path:
@@ -90,6 +90,73 @@ def test_guard_refuses_an_unusable_gpu_with_one_line(tmp_path: Path, crun: bool,
     assert "(and 1 more)" in stderr
     logged = json.loads((tmp_path / "hook.log").read_text())
     assert logged["mode"] == "prestart" and len(logged["findings"]) == 2
+
+
+def _gpu_without_control() -> dict[str, object]:
+    """A GPU node and its allow rule, and no /dev/nvidiactl: nothing for the engine to edit, and no GPU to use."""
+    value = config()
+    value["linux"]["devices"] = [device("/dev/nvidia0", 195, 0)]
+    value["linux"]["resources"]["devices"].append(
+        {"allow": True, "type": "c", "major": 195, "minor": 0, "access": "rwm"}
+    )
+    return value
+
+
+GPU001_REFUSAL = (
+    "nvidia-oci-hook: refusing container c1: [GPU001] /dev/nvidia0 is listed but /dev/nvidiactl is not: CUDA and "
+    'NVML cannot use the GPU at /linux/devices/0; fix: add {"path": "/dev/nvidiactl", "type": "c", "major": 195, '
+    '"minor": 255} to linux.devices\n'
+)
+
+
+@pytest.mark.parametrize("crun", [False, True])
+@pytest.mark.parametrize("stage", ["prestart", "createRuntime"])
+def test_guard_refuses_a_gpu_without_its_control_node(tmp_path: Path, crun: bool, stage: str) -> None:
+    hook, _ = launchers(tmp_path / "bin")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "config.json").write_text(json.dumps(_gpu_without_control()))
+    cfg = settled(_settings(tmp_path))
+    # With the configuration on the command line, and as hooks.d runs it (named in the environment), the second
+    # time with the record the sh front reads.
+    for args, env in (
+        (["--config", str(cfg), "hook", stage], {}),
+        (["hook", stage], {"NVIDIA_OCI_HOOK_CONFIG": str(cfg)}),
+        (["hook", stage], {"NVIDIA_OCI_HOOK_CONFIG": str(cfg)}),
+    ):
+        result = run([str(hook), *args], stdin=_state(bundle, crun), env=env)
+        assert (result.returncode, result.stderr.decode()) == (1, GPU001_REFUSAL), args
+    logged = [json.loads(line) for line in (tmp_path / "hook.log").read_text().splitlines()]
+    assert [[finding["code"] for finding in entry["findings"]] for entry in logged] == [["GPU001"]] * 3
+    assert logged[0]["findings"][0]["gpu_unusable"] is True
+    # Refused only as the policy says: "error" refuses it too, "never" lets it start.
+    for fail_on, status in (("error", 1), ("never", 0)):
+        policy = _settings(tmp_path, fail_on=fail_on)
+        result = run([str(hook), "--config", str(policy), "hook", stage], stdin=_state(bundle, crun), env={})
+        assert result.returncode == status, fail_on
+
+
+def test_wrapper_and_precreate_refuse_a_gpu_without_its_control_node(tmp_path: Path) -> None:
+    hook, runtime = launchers(tmp_path / "bin")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    raw = json.dumps(_gpu_without_control()).encode()
+    (bundle / "config.json").write_bytes(raw)
+    cfg = write_config(
+        tmp_path / "config.yaml",
+        runtime={"low_level": [str(fake_runtime(tmp_path))]},
+        log={"file": str(tmp_path / "hook.log"), "syslog": False},
+    )
+    record = tmp_path / "record"
+    record.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "RECORD_DIR": str(record), "NVIDIA_OCI_HOOK_CONFIG": str(cfg)}
+    result = run([str(runtime), "create", "--bundle", str(bundle), "c1"], env=env)
+    assert result.returncode == 1 and not (record / "args").exists(), "the real runtime never ran"
+    assert "[GPU001] /dev/nvidia0 is listed but /dev/nvidiactl is not" in result.stderr.decode()
+    assert (bundle / "config.json").read_bytes() == raw
+    result = run([str(hook), "--config", str(cfg), "hook", "precreate"], stdin=raw, env={})
+    assert result.returncode == 1 and result.stdout == b""
+    assert result.stderr.decode().startswith("nvidia-oci-hook: refusing the container: [GPU001] /dev/nvidia0")
 
 
 def test_guard_passes_a_reconciled_spec_and_honours_the_policy(tmp_path: Path) -> None:

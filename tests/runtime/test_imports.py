@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from tests.engine.support import config, device, gpu_spec
+from tests.helpers import control_node
 from tests.runtime.support import INTERPRETER, write_config
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def test_runtime_modes_import_only_cheap_standard_modules_and_the_engine(tmp_pat
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     value = config(annotations={"cdi.k8s.io/gpu": "example.com/gpu=0"})
-    value["linux"]["devices"] = [device("/dev/nvidia0", 195, 0)] * 2
+    value["linux"]["devices"] = [device("/dev/nvidia0", 195, 0)] * 2 + [control_node()]
     (bundle / "config.json").write_text(json.dumps(value))
     program = PROGRAM.format(repository=str(REPOSITORY), settings=str(settings), bundle=str(bundle))
     result = subprocess.run(

@@ -10,6 +10,7 @@ import pytest
 
 from nvidia_oci_hook.runtime.wrapper import find_runtime, parse_invocation
 from tests.engine.support import config, device
+from tests.helpers import control_node
 from tests.runtime.support import fake_runtime, launchers, run, write_config
 
 
@@ -97,7 +98,10 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def test_create_reconciles_then_execs_the_runtime(tmp_path: Path) -> None:
     _, runtime = launchers(tmp_path / "bin")
     value = config()
-    value["linux"]["devices"] = [device("/dev/nvidia0", 195, 0), device("/dev/nvidia0", 195, 0)]
+    value["linux"]["devices"] = [control_node(), device("/dev/nvidia0", 195, 0), device("/dev/nvidia0", 195, 0)]
+    value["linux"]["resources"]["devices"].append(
+        {"allow": True, "type": "c", "major": 195, "minor": 255, "access": "rwm"}
+    )
     bundle = _bundle(tmp_path, value)
     log = tmp_path / "wrapper.log"
     cfg = write_config(
@@ -110,7 +114,7 @@ def test_create_reconciles_then_execs_the_runtime(tmp_path: Path) -> None:
     record = tmp_path / "record"
     assert (record / "args").read_text().split("\n")[:-1] == args  # argv unchanged
     seen = json.loads((record / "config.json").read_text())
-    assert seen["linux"]["devices"] == [device("/dev/nvidia0", 195, 0)]
+    assert seen["linux"]["devices"] == [control_node(), device("/dev/nvidia0", 195, 0)]
     assert seen["linux"]["resources"]["devices"][-1]["minor"] == 0
     assert os.stat(bundle / "config.json").st_mode & 0o777 == 0o640  # mode kept
     entry = json.loads(log.read_text())
