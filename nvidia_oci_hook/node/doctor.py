@@ -18,8 +18,14 @@ from typing import Any, Callable, Optional
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.devices import NVIDIA_MAJOR, gpu_index
-from nvidia_oci_hook.node.driver import AMBIGUOUS, FOUND, DriverRootAnswer, duplicates_driver_node, resolve_driver_root
-from nvidia_oci_hook.node.driver import stray_device_nodes as find_stray_nodes
+from nvidia_oci_hook.node.driver import (
+    AMBIGUOUS,
+    FOUND,
+    DriverRootAnswer,
+    duplicates_driver_node,
+    resolve_driver_root,
+    strays_beside,
+)
 from nvidia_oci_hook.node.markers import boot_time, marker_problems
 from nvidia_oci_hook.node.nvml import PARAMS, modify_device_files, read_nvml
 
@@ -138,22 +144,34 @@ def _cdi_mappings(host: HostView, settings: Settings) -> dict[str, list[str]]:
 
 
 def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settings) -> Check:
-    if answer.status != FOUND:
+    dev_root = answer.dev_root() if answer.status == FOUND else answer.dev_only_root()
+    if dev_root is None:
         return Check("stray-device-nodes", UNKNOWN, "not judged: the driver root is not known")
-    strays = find_stray_nodes(host, answer)
+    strays = strays_beside(host, dev_root)
     if not strays:
-        return Check("stray-device-nodes", OK, f"no NVIDIA nodes in the host's /dev besides {_dev(answer.dev_root())}")
+        return Check("stray-device-nodes", OK, f"no NVIDIA nodes in the host's /dev besides {_dev(dev_root)}")
+    # The driver's nodes alone decide the verdict; only a driver root proven by its user space makes removing a
+    # host node safe, since a host driver whose libraries lie elsewhere would own the host's nodes.
+    proven = answer.status == FOUND
     mappings = _cdi_mappings(host, settings)
     evidence = []
+    if not proven:
+        evidence.append(
+            f"the driver's user space was not found ({answer.reason}), but {_dev(dev_root)} holds the driver's "
+            f"nodes ({', '.join(answer.evidence[dev_root].device_nodes)}): whether or not its driver is running, "
+            "nothing should create NVIDIA nodes in the host's /dev, and cri-o compares device paths with the host's "
+            "/dev alone; --fix leaves them until the driver root is found"
+        )
     repairs = []
     for path in strays:
         identity = host.link_identity(path)
         line = f"{host.shown(path)} ({identity.describe() if identity else '?'})"
-        if duplicates_driver_node(host, answer, path):
-            line += f": the same device as {answer.dev_root()}{path}"
-            repairs.append(Repair(f"remove {host.shown(path)}", _unlink(host, path)))
+        if duplicates_driver_node(host, dev_root, path):
+            line += f": the same device as {dev_root}{path}"
+            if proven:
+                repairs.append(Repair(f"remove {host.shown(path)}", _unlink(host, path)))
         else:
-            line += f": not the same device as {answer.dev_root()}{path}, left alone"
+            line += f": not the same device as {dev_root}{path}, left alone"
         for mapping in mappings.get(path, []):
             line += f"; CDI device {mapping} trips cri-o's check when given as a CRI device to a privileged container"
         evidence.append(line)
@@ -161,7 +179,8 @@ def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settin
         "stray-device-nodes",
         ERROR,
         f"{len(strays)} NVIDIA node{'s' if len(strays) != 1 else ''} in the host's /dev while the driver's are under "
-        f"{_dev(answer.dev_root())}: cri-o refuses privileged GPU containers ('{CRIO_COLLISION_ERROR}')",
+        f"{_dev(dev_root)}{'' if proven else ' (driver user space not found)'}: cri-o refuses privileged GPU "
+        f"containers ('{CRIO_COLLISION_ERROR}')",
         evidence,
         f"rm {' '.join(host.shown(p) for p in strays)} with no GPU pod running; stop NVML from creating them "
         "(ModifyDeviceFiles=0, or do not mount the host's /dev into GPU pods)",

@@ -5,7 +5,8 @@ libcuda.so.1), its own dev root (a `<root>/dev` directory with the control node 
 with NVIDIA's major), and, for the node as a whole, the kernel module (`/proc/driver/nvidia/version`). Only the
 user-space part decides the driver root: NVML creates `/dev/nvidia*` on the host's /dev even when the driver
 lives in a container, so nodes there must not make `/` look like the driver root. The dev root is found on its
-own: the driver root's `/dev` when it holds the driver's nodes, else the host's.
+own: the driver root's `/dev` when it holds the driver's nodes, else the host's; with no user space anywhere, the
+one candidate besides `/` whose `/dev` holds NVIDIA nodes (a driver container between restarts).
 """
 
 from __future__ import annotations
@@ -73,6 +74,15 @@ class DriverRootAnswer:
         if self.root is None:
             return None
         return self.root if self.evidence[self.root].device_nodes else "/"
+
+    def dev_only_root(self) -> Optional[str]:
+        """With no driver user space under any candidate, the one candidate other than / whose own /dev holds
+        NVIDIA nodes: only a driver container (or its leftover rootfs) puts them there, so they still say where the
+        driver's nodes are, though not that a driver is installed."""
+        if self.status != NONE:
+            return None
+        with_nodes = [root for root, found in self.evidence.items() if root != "/" and found.device_nodes]
+        return with_nodes[0] if len(with_nodes) == 1 else None
 
     def evidence_lines(self) -> list[str]:
         lines = [evidence.describe() for evidence in self.evidence.values()]
@@ -152,22 +162,37 @@ def resolve_driver_root(host: HostView, candidates: tuple[str, ...]) -> DriverRo
 
 def stray_device_nodes(host: HostView, answer: DriverRootAnswer) -> list[str]:
     """NVIDIA nodes on the host's /dev while the driver (and its /dev) lives under another root."""
-    if answer.root in (None, "/") or answer.dev_root() == "/":
+    if answer.root in (None, "/"):
+        return []
+    return strays_beside(host, answer.dev_root())
+
+
+def strays_beside(host: HostView, dev_root: Optional[str]) -> list[str]:
+    """The character devices /dev/nvidia* on the host's /dev while the driver's nodes are under dev_root/dev.
+
+    A host node that is the very file of the same name under dev_root/dev (that /dev mounted or linked onto the
+    host's) is the driver's own node, not a stray.
+    """
+    if dev_root in (None, "/"):
         return []
     strays = []
     for name in host.list_dir("/dev"):
         if not name.startswith("nvidia"):
             continue
-        identity = host.identity(f"/dev/{name}")
-        if identity is not None and identity.type == "c":
-            strays.append(f"/dev/{name}")
+        path = f"/dev/{name}"
+        identity = host.identity(path)
+        if identity is None or identity.type != "c":
+            continue
+        found, own = host.stat(path), host.stat(_join(dev_root, path.lstrip("/")))
+        if found is not None and own is not None and posixpath.samestat(found, own):
+            continue
+        strays.append(path)
     return strays
 
 
-def duplicates_driver_node(host: HostView, answer: DriverRootAnswer, stray: str) -> bool:
-    """Whether a stray host node is the same device (type, major, minor) as the driver root's node of that name:
-    removing it then takes nothing from the node."""
-    dev_root = answer.dev_root()
+def duplicates_driver_node(host: HostView, dev_root: Optional[str], stray: str) -> bool:
+    """Whether a stray host node is the same device (type, major, minor) as the node of that name under
+    dev_root/dev: removing it then takes nothing from the node."""
     if dev_root in (None, "/"):
         return False
     own = host.identity(_join(dev_root, stray.lstrip("/")))

@@ -39,3 +39,10 @@ def seed_003(host: FakeHost) -> FakeHost:
         "IS_HOST_DRIVER=false\nNVIDIA_DRIVER_ROOT=/run/nvidia/driver\n"
     )
     return host
+
+
+def driver_container_restarting(host: FakeHost) -> FakeHost:
+    """The driver container's rootfs between restarts: its dev/ still holds the nodes, its libraries are gone."""
+    host.device(f"{CONTAINER}/dev/nvidiactl", "c", 195, 255).device(f"{CONTAINER}/dev/nvidia0", "c", 195, 0)
+    host.file("/proc/driver/nvidia/version")
+    return host

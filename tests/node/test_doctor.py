@@ -14,7 +14,7 @@ from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.node.driver import resolve_driver_root
 from tests.helpers import FakeHost
 from tests.node.fake_nvml import fake_nvml_library
-from tests.node.fakenodes import container_driver, host_driver, seed_000, seed_003
+from tests.node.fakenodes import container_driver, driver_container_restarting, host_driver, seed_000, seed_003
 from tests.node.test_lint_node import containerd_node, crio_node, write
 
 pytestmark = pytest.mark.root
@@ -117,6 +117,58 @@ def test_a_stray_node_that_is_another_device_is_left(
     status, out = doctor(fake_host, capsys, "--fix")
     assert "not the same device as /run/nvidia/driver/dev/nvidia0, left alone" in out
     assert (fake_host.root / "dev/nvidia0").exists() and status == 1
+
+
+def test_stray_nodes_beside_a_driver_root_that_holds_only_its_nodes(
+    fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No driver user space anywhere, but the driver container's dev/ holds the nodes: the host's are strays."""
+    driver_container_restarting(fake_host)
+    fake_host.device("/dev/nvidiactl", "c", 195, 255).device("/dev/nvidia0", "c", 195, 7)
+    status, out = doctor(fake_host, capsys, "--fix")
+    assert status == 1, out
+    assert "[error] driver-root: driver root none" in out
+    check = next(line for line in out.splitlines() if "stray-device-nodes" in line)
+    assert check.startswith(
+        "[error] stray-device-nodes: 2 NVIDIA nodes in the host's /dev while the driver's are under "
+        "/run/nvidia/driver/dev (driver user space not found): cri-o refuses privileged GPU containers"
+    ), out
+    assert "the driver's user space was not found (no nvidia-smi" in out
+    assert "/run/nvidia/driver/dev holds the driver's nodes (/run/nvidia/driver/dev/nvidia0, " in out
+    assert f"{fake_host.root}/dev/nvidiactl (c 195:255): the same device as /run/nvidia/driver/dev/nvidiactl" in out
+    assert f"{fake_host.root}/dev/nvidia0 (c 195:7): not the same device as /run/nvidia/driver/dev/nvidia0" in out
+    # Without the user space the driver root is not proven: --fix removes nothing.
+    assert "fixed: remove" not in out
+    assert (fake_host.root / "dev/nvidiactl").exists() and (fake_host.root / "dev/nvidia0").exists()
+    status, out = doctor(fake_host, capsys, "--format", "json")
+    (found,) = [c for c in json.loads(out)["checks"] if c["name"] == "stray-device-nodes"]
+    assert (found["status"], found["repairs"]) == ("error", [])
+
+
+def test_a_driver_root_that_holds_only_its_nodes_and_a_clean_host_dev(
+    fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    driver_container_restarting(fake_host)
+    _, out = doctor(fake_host, capsys)
+    assert "[ok] stray-device-nodes: no NVIDIA nodes in the host's /dev besides /run/nvidia/driver/dev" in out
+
+
+def test_the_host_dev_mounted_as_the_driver_roots_is_not_stray(
+    fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The driver root's dev/ is the host's /dev itself: its nodes are the driver's own, with or without the user
+    space found."""
+    fake_host.device("/dev/nvidiactl", "c", 195, 255).device("/dev/nvidia0", "c", 195, 0)
+    fake_host.symlink("/run/nvidia/driver/dev", "/dev")
+    _, out = doctor(fake_host, capsys, "--fix")
+    assert "[ok] stray-device-nodes: no NVIDIA nodes in the host's /dev besides /run/nvidia/driver/dev" in out
+    container_driver_files = ("usr/bin/nvidia-smi", "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+    for relative in container_driver_files:
+        fake_host.executable(f"/run/nvidia/driver/{relative}")
+    _, out = doctor(fake_host, capsys, "--fix")
+    assert "[ok] driver-root: driver under /run/nvidia/driver" in out
+    assert "[ok] stray-device-nodes:" in out and "fixed: remove" not in out
+    assert (fake_host.root / "dev/nvidia0").exists()
 
 
 def test_stale_markers_and_dev_char_links(
