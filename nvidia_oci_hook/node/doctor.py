@@ -411,12 +411,22 @@ def engines_check(host: HostView) -> Check:
     """The engines installed and their releases: which CDI library reads each one's specs (lint --node, and the
     engine-configs check below, judge the spec directories with them)."""
     from nvidia_oci_hook.kinds.cdi.releases import UnknownRelease, engine_library
-    from nvidia_oci_hook.node.engine_versions import installed_engines
+    from nvidia_oci_hook.node.engines import engine_releases
+    from nvidia_oci_hook.node.locations import find_locations, view_of
 
-    found, _ = installed_engines(host)
+    locations = find_locations(host)
+    releases, _ = engine_releases(host, locations)
+    found = list(releases.values())
     if not found:
-        return Check("engines", UNKNOWN, "no containerd, cri-o or podman found (binaries, dpkg or rpm database)")
+        return Check(
+            "engines", UNKNOWN, "no containerd, cri-o or podman found (running daemons, binaries, dpkg or rpm database)"
+        )
     evidence = []
+    for chosen in (locations.containerd, locations.crio):
+        if chosen is not None and chosen.engine in releases and (chosen.daemon or chosen.distribution):
+            evidence.append(
+                f"{releases[chosen.engine].name} reads {view_of(host, chosen).shown(chosen.path)}: {chosen.source}"
+            )
     unknown = []
     for release in found:
         if release.version is None:
