@@ -7,7 +7,13 @@ from typing import Any
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.collection import NODE, Collection
-from nvidia_oci_hook.node.driver import FOUND, DriverRootAnswer, resolve_driver_root, stray_device_nodes
+from nvidia_oci_hook.node.driver import (
+    FOUND,
+    DriverRootAnswer,
+    resolve_driver_root,
+    stray_device_nodes,
+    strays_beside,
+)
 from nvidia_oci_hook.node.markers import VALIDATIONS, marker_problems
 from nvidia_oci_hook.rules.base import Context, rule
 
@@ -64,7 +70,9 @@ def stray_nvidia_device_nodes(value: Any, context: Context) -> Iterator[Problem]
 
     ## What it checks
     When the driver root is not `/` and has its own `dev/nvidia*` nodes, every `/dev/nvidia*` character device
-    on the host's `/dev`.
+    on the host's `/dev` (one that is the very file of the driver root's is not stray). Where no driver user
+    space is found but one candidate root's `dev/` holds NVIDIA nodes (a driver container between restarts), the
+    nodes alone decide.
 
     ## Why it matters
     Nothing on such a node should create them: they come from NVML running in a pod that mounts the host's
@@ -86,6 +94,11 @@ def stray_nvidia_device_nodes(value: Any, context: Context) -> Iterator[Problem]
         return
     answer = _answer(context)
     strays = stray_device_nodes(host, answer)
+    dev_root = answer.dev_root()
+    if not strays and answer.dev_only_root() is not None:
+        # A driver container between restarts: its dev/ alone says where the nodes belong (doctor does the same).
+        dev_root = answer.dev_only_root() or dev_root
+        strays = strays_beside(host, dev_root)
     if not strays:
         return
     engines = {part.kind for part in value.parts} if isinstance(value, Collection) else set()
@@ -97,7 +110,7 @@ def stray_nvidia_device_nodes(value: Any, context: Context) -> Iterator[Problem]
     for path in strays:
         yield Problem(
             "",
-            f"{path} exists on the host while the driver's nodes are under {answer.dev_root()}/dev: {consequence}",
+            f"{path} exists on the host while the driver's nodes are under {dev_root}/dev: {consequence}",
             f"rm {host.shown(path)} (no GPU pod running), and stop NVML from creating it",
             path=host.shown(path),
         )

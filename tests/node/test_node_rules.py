@@ -12,7 +12,7 @@ from nvidia_oci_hook.kinds.collection import NODE, Collection
 from nvidia_oci_hook.lint import LintOptions, ResultSet, active_rules, lint_collection
 from nvidia_oci_hook.rules.base import Context, all_rules
 from tests.helpers import FakeHost
-from tests.node.fakenodes import container_driver, host_driver, seed_000, seed_003
+from tests.node.fakenodes import container_driver, driver_container_restarting, host_driver, seed_000, seed_003
 
 
 def node_findings(host: FakeHost) -> list[Finding]:
@@ -53,11 +53,18 @@ def healthy_container(host: FakeHost) -> FakeHost:
     return host
 
 
+def strays_beside_a_restarting_driver_container(host: FakeHost) -> FakeHost:
+    driver_container_restarting(host)
+    host.device("/dev/nvidia0", "c", 195, 0)
+    return host
+
+
 CASES: list[tuple[str, Callable[[FakeHost], FakeHost], Callable[[FakeHost], FakeHost]]] = [
     ("NODE001", seed_000, healthy_host),
     ("NODE001", contradicting_driver_ready, healthy_host),
     ("NODE001", host_driver_ready_without_host_driver, healthy_container),
     ("NODE002", seed_003, healthy_container),
+    ("NODE002", strays_beside_a_restarting_driver_container, driver_container_restarting),
 ]
 
 
