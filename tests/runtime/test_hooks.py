@@ -58,6 +58,10 @@ def test_precreate_refusal(tmp_path: Path) -> None:
     assert result.returncode == 1 and result.stdout == b""
     assert result.stderr.decode().count("\n") == 1
     assert "[REC001] CDI device example.com/gpu=0" in result.stderr.decode()
+    # The one reason, not only "not defined": no spec directory of the settings holds a spec at all.
+    assert "is unresolvable (not-defined): no spec in" in result.stderr.decode()
+    assert "defines it; no spec defines any device" in result.stderr.decode()
+    assert result.stderr.decode().rstrip().endswith("(nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml)")
 
 
 def _state(bundle: Path, crun: bool) -> bytes:

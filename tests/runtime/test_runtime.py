@@ -170,6 +170,7 @@ def test_refusal_is_written_like_runc(tmp_path: Path) -> None:
     line = json.loads(runc_log.read_text())
     assert line["level"] == "error"
     assert line["msg"].startswith("nvidia-oci-hook: refusing container c9: [REC001] CDI device example.com/gpu=0")
+    assert "is unresolvable (not-defined)" in line["msg"]
     assert json.loads(result.stderr.decode())["msg"] == line["msg"]
 
 
