@@ -336,17 +336,19 @@ def reconcile(
 def show_log(ctx: click.Context, log_file: Optional[str], container: Optional[str], last: Optional[int]) -> None:
     """Show what the runtime wrapper and the hooks did: each container's edits and findings, readably.
 
-    FILE defaults to log.file in the configuration (/var/log/nvidia-oci-hook.log).
+    FILE defaults to log.file in the configuration (/var/log/nvidia-oci-hook.log). Its rotated files are read
+    too, oldest first: FILE.1, FILE.2.gz, ... and FILE-DATE[.gz] (logrotate's dateext); --last and --container
+    apply to all of them together.
     """
-    from nvidia_oci_hook.runtime.logbook import format_entries, read_entries
+    from nvidia_oci_hook.runtime.logbook import format_entries, read_all_entries
 
     path = log_file or _settings(ctx).log_file
     if not path:
         raise Fatal("no log file: log.file is empty in the configuration; give FILE")
     try:
-        entries = read_entries(path)
-    except OSError as exc:
-        raise Fatal(f"{path}: cannot read: {exc.strerror}") from None
+        entries = read_all_entries(path)
+    except OSError as exc:  # gzip's BadGzipFile among them: a rotated file that is not gzip at all
+        raise Fatal(f"{exc.filename or path}: cannot read: {exc.strerror or exc}") from None
     if container:
         entries = [entry for entry in entries if entry.get("container") == container]
     if last:
@@ -358,7 +360,18 @@ def show_log(ctx: click.Context, log_file: Optional[str], container: Optional[st
 @_host_root_option
 @_driver_roots_option
 @click.option(
-    "--format", "output_format", type=click.Choice(["text", "json", "npd"]), default="text", show_default=True
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "npd", "prometheus"]),
+    default="text",
+    show_default=True,
+    help="prometheus: the text exposition format, for node_exporter's textfile collector.",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    help="Write the report to FILE (atomically: a reader sees the old file or the new one) instead of stdout.",
 )
 @click.option("--fix", is_flag=True, help="Perform the safe repairs, then check again.")
 @click.option("--dry-run", is_flag=True, help="With --fix: print the repairs, perform none.")
@@ -392,6 +405,7 @@ def doctor(
     host_root: str,
     driver_roots: tuple[str, ...],
     output_format: str,
+    output: Optional[str],
     fix: bool,
     dry_run: bool,
     restore_device_access: bool,
@@ -403,9 +417,13 @@ def doctor(
     GPU containers' device access, engines.
 
     Problems come first, each with its evidence and fix. Exit status: 0 no error, 1 errors (npd format: 0 OK,
-    1 problem, 2 unknown), 2 usage error.
+    1 problem, 2 unknown), 2 usage error or a report that cannot be written; --output changes none of these.
     """
+    import time
+
     from nvidia_oci_hook.node import doctor as mode
+
+    started = time.monotonic()
 
     if dry_run and not fix:
         raise click.UsageError("--dry-run previews --fix: give both")
@@ -439,23 +457,35 @@ def doctor(
             checks = selected(mode.run_checks(host_root, settings, use_nvml, nvml_library, runtime_roots=runtime_roots))
         if not performed:
             performed.append("nothing to repair")
+    status = EXIT_FINDINGS if mode.overall(checks) == mode.ERROR else EXIT_CLEAN
     if output_format == "npd":
-        line, status = mode.render_npd(checks)
-        click.echo(line)
-        ctx.exit(status)
-    if output_format == "json":
+        text, status = mode.render_npd(checks)
+        text += "\n"
+    elif output_format == "prometheus":
+        from nvidia_oci_hook.host import HostView
+        from nvidia_oci_hook.node import metrics
+
+        # The log is the node's, like everything doctor reads: under --host-root.
+        log = metrics.read_log(HostView(host_root).real_path(settings.log_file) if settings.log_file else None)
+        text = metrics.render_prometheus(checks, __version__, time.time(), time.monotonic() - started, log)
+    elif output_format == "json":
         payload = {
             "version": 1,
             "status": mode.overall(checks),
             "repairs": performed,
             "checks": [check.as_dict() for check in mode.ordered(checks)],
         }
-        click.echo(json.dumps(payload, indent=2))
+        text = json.dumps(payload, indent=2) + "\n"
     else:
-        if performed:
-            click.echo("\n".join(performed) + "\n")
-        click.echo(mode.render_text(checks), nl=False)
-    ctx.exit(EXIT_FINDINGS if mode.overall(checks) == mode.ERROR else EXIT_CLEAN)
+        text = ("\n".join(performed) + "\n\n" if performed else "") + mode.render_text(checks)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        try:
+            io.write_atomic(output, text.encode("utf-8"))
+        except OSError as exc:
+            raise Fatal(f"{output}: cannot write: {exc.strerror or exc}") from None
+    ctx.exit(status)
 
 
 @cli.command()

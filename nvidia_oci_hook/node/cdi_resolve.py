@@ -343,7 +343,7 @@ def resolve(
     for key in engines:
         found = facts.releases.get(key)
         version = release or (found.version if found else None)
-        label = f"{ENGINE_NAMES[key]} {version}" if version else f"{ENGINE_NAMES[key]} (release not found)"
+        label = _label(key, version)
         directories = facts.cdi_dirs.get(key, DEFAULT_CDI_SPEC_DIRS)
         off = facts.cdi_off.get(key)
         if off is not None:
@@ -354,14 +354,51 @@ def resolve(
             continue
         library = engine_library(key, version) if version else NEWEST
         result = EngineResolution(key, label, library.release, facts.configs.get(key), list(directories), None)
-        others = tuple(
-            dict.fromkeys([*cdi_reasons.WELL_KNOWN_DIRS, *(d for other in facts.cdi_dirs.values() for d in other)])
-        )
-        view = _EngineView(host, loader, key, library, directories, tuple(d for d in others if d not in directories))
+        view = _view(host, loader, facts, key, library, directories)
         for name in names:
             result.names.extend(view.resolve(name, label))
         results.append(result)
     return results
+
+
+def _label(engine: str, version: Optional[str]) -> str:
+    return f"{ENGINE_NAMES[engine]} {version}" if version else f"{ENGINE_NAMES[engine]} (release not found)"
+
+
+def _view(
+    host: HostView, loader: Loader, facts: NodeFacts, engine: str, library: Library, directories: tuple[str, ...]
+) -> _EngineView:
+    others = tuple(
+        dict.fromkeys([*cdi_reasons.WELL_KNOWN_DIRS, *(d for other in facts.cdi_dirs.values() for d in other)])
+    )
+    return _EngineView(host, loader, engine, library, directories, tuple(d for d in others if d not in directories))
+
+
+def declared_unresolvable(
+    host: HostView, loader: Loader, by_hand: Optional[ByHand] = None
+) -> dict[str, list[Resolution]]:
+    """For each engine found (by its name: containerd, cri-o, podman), the CDI device names declared in the spec
+    files it reads that it cannot resolve (a same-directory conflict dropped them, or its CDI library refuses the
+    spec that declares them), each with its reason. An engine with CDI off reads no spec: it has none. A release
+    no model covers is judged with the newest library, as lint --node judges it."""
+    facts = discover_node(host, loader, by_hand).facts
+    found: dict[str, list[Resolution]] = {}
+    for key in _engines_of(facts):
+        if key in facts.cdi_off:
+            found[ENGINE_NAMES[key]] = []
+            continue
+        release = facts.releases.get(key)
+        version = release.version if release else None
+        try:
+            library = engine_library(key, version) if version else NEWEST
+        except UnknownRelease:
+            library = NEWEST
+        view = _view(host, loader, facts, key, library, facts.cdi_dirs.get(key, DEFAULT_CDI_SPEC_DIRS))
+        declared = {name for loaded in view.loaded for name in loaded.declared}
+        found[ENGINE_NAMES[key]] = [
+            view.resolve(name, _label(key, version))[0] for name in sorted(declared - set(view.winners))
+        ]
+    return found
 
 
 def _off(name: str, engine: str, why: str, config: Optional[str]) -> Resolution:
@@ -419,4 +456,13 @@ def known_release(engine: str, version: str) -> str:
     return version
 
 
-__all__ = ["BadName", "NoEngine", "UnknownRelease", "check_name", "known_release", "render_text", "resolve"]
+__all__ = [
+    "BadName",
+    "NoEngine",
+    "UnknownRelease",
+    "check_name",
+    "declared_unresolvable",
+    "known_release",
+    "render_text",
+    "resolve",
+]

@@ -53,6 +53,11 @@ class Check:
     evidence: list[str] = field(default_factory=list)
     fix: Optional[str] = None
     repairs: list[Repair] = field(default_factory=list)
+    # The numbers behind the verdict, kept apart from the words so that the metrics never parse a summary. A
+    # check that could not judge leaves its count out: absent means unknown, never 0.
+    counts: dict[str, int] = field(default_factory=dict)
+    counts_by_engine: dict[str, dict[str, int]] = field(default_factory=dict)  # count -> engine -> value
+    facts: dict[str, str] = field(default_factory=dict)  # what the check found, as labels (the driver root)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +67,8 @@ class Check:
             "evidence": self.evidence,
             "fix": self.fix,
             "repairs": [repair.description for repair in self.repairs],
+            "counts": {**self.counts, **self.counts_by_engine},
+            "facts": self.facts,
         }
 
 
@@ -79,6 +86,7 @@ def _unlink(host: HostView, path: str) -> Callable[[], None]:
 
 
 def driver_root_check(answer: DriverRootAnswer) -> Check:
+    facts = {"root": answer.root or "", "status": answer.status}
     if answer.status == FOUND:
         dev_root = answer.dev_root()
         return Check(
@@ -86,13 +94,16 @@ def driver_root_check(answer: DriverRootAnswer) -> Check:
             OK,
             f"driver under {answer.root}, device nodes under {_dev(dev_root)}",
             answer.evidence_lines(),
+            facts=facts,
         )
     fix = (
         "keep one driver: uninstall the host driver or disable the GPU Operator's driver container"
         if answer.status == AMBIGUOUS
         else "install the driver, or add its root to driver_roots in /etc/nvidia-oci-hook/config.yaml"
     )
-    return Check("driver-root", ERROR, f"driver root {answer.status}: {answer.reason}", answer.evidence_lines(), fix)
+    return Check(
+        "driver-root", ERROR, f"driver root {answer.status}: {answer.reason}", answer.evidence_lines(), fix, facts=facts
+    )
 
 
 def kernel_module_check(answer: DriverRootAnswer) -> Check:
@@ -114,7 +125,9 @@ def markers_check(host: HostView, answer: DriverRootAnswer) -> Check:
     problems = marker_problems(host, answer, booted)
     note = [] if booted is not None else ["boot time unknown (no /proc/stat btime): staleness not judged"]
     if not problems:
-        return Check("validation-markers", OK, "the validation markers agree with the evidence", note)
+        return Check(
+            "validation-markers", OK, "the validation markers agree with the evidence", note, counts={"markers": 0}
+        )
     markers = sorted({problem.marker for problem in problems})
     return Check(
         "validation-markers",
@@ -124,6 +137,7 @@ def markers_check(host: HostView, answer: DriverRootAnswer) -> Check:
         f"rm -f {' '.join(host.shown(m) for m in markers)}, then delete the nvidia-operator-validator and "
         "device-plugin pods so that they validate again",
         [Repair(f"remove {host.shown(marker)}", _unlink(host, marker)) for marker in markers],
+        counts={"markers": len(markers)},
     )
 
 
@@ -149,7 +163,12 @@ def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settin
         return Check("stray-device-nodes", UNKNOWN, "not judged: the driver root is not known")
     strays = strays_beside(host, dev_root)
     if not strays:
-        return Check("stray-device-nodes", OK, f"no NVIDIA nodes in the host's /dev besides {_dev(dev_root)}")
+        return Check(
+            "stray-device-nodes",
+            OK,
+            f"no NVIDIA nodes in the host's /dev besides {_dev(dev_root)}",
+            counts={"stray_nodes": 0},
+        )
     # The driver's nodes alone decide the verdict; only a driver root proven by its user space makes removing a
     # host node safe, since a host driver whose libraries lie elsewhere would own the host's nodes.
     proven = answer.status == FOUND
@@ -185,6 +204,7 @@ def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settin
         f"rm {' '.join(host.shown(p) for p in strays)} with no GPU pod running; stop NVML from creating them "
         "(ModifyDeviceFiles=0, or do not mount the host's /dev into GPU pods)",
         repairs,
+        counts={"stray_nodes": len(strays)},
     )
 
 
@@ -303,8 +323,9 @@ def cdi_specs_check(host: HostView, settings: Settings) -> Check:
     changes = [f"{host.shown(plan.path)}: {change}" for plan in plans for change in plan.changes]
     problems = [f"{host.shown(plan.path)}: {problem}" for plan in plans for problem in plan.problems]
     fixable = [plan for plan in plans if plan.new_text is not None]
+    counts = {"unreconciled_specs": sum(bool(plan.changes or plan.problems) for plan in plans)}
     if not changes and not problems:
-        return Check("cdi-specs", OK, f"{len(plans)} CDI spec file(s) match this node's driver root")
+        return Check("cdi-specs", OK, f"{len(plans)} CDI spec file(s) match this node's driver root", counts=counts)
     repairs = [
         Repair(f"rewrite {host.shown(plan.path)} ({len(plan.changes)} change(s))", _writer(host, plan, write_plans))
         for plan in fixable
@@ -317,6 +338,7 @@ def cdi_specs_check(host: HostView, settings: Settings) -> Check:
         changes + problems,
         "nvidia-oci-hook cdi reconcile (or regenerate: nvidia-ctk cdi generate)",
         repairs,
+        counts=counts,
     )
 
 
@@ -341,8 +363,15 @@ def gpu_access_check(host: HostView, restore: bool = False, runtime_roots: tuple
     containers = running_containers(host, runtime_roots)
     accesses = device_access(host, containers)
     if not accesses:
-        return Check("gpu-access", OK, f"no running container was given NVIDIA devices ({len(containers)} running)")
+        return Check(
+            "gpu-access",
+            OK,
+            f"no running container was given NVIDIA devices ({len(containers)} running)",
+            counts={"containers_lost": 0},
+        )
     lost = [access for access in accesses if access.lost]
+    # The containers judged to have lost access: the unjudged ones are not counted either way.
+    counts = {"containers_lost": len(lost)}
     unjudged = [access for access in accesses if not access.judged]
     evidence = [
         f"{access.container.name}: lost {', '.join(map(str, access.lost))}"
@@ -359,7 +388,7 @@ def gpu_access_check(host: HostView, restore: bool = False, runtime_roots: tuple
                 f"{len(unjudged)} GPU container(s) not judged: their device rules cannot be read here",
                 evidence,
             )
-        return Check("gpu-access", OK, f"{len(accesses)} GPU container(s) can open their NVIDIA devices")
+        return Check("gpu-access", OK, f"{len(accesses)} GPU container(s) can open their NVIDIA devices", counts=counts)
     repairs = []
     for access in lost if restore else []:
         cgroup = access.container.devices_cgroup
@@ -381,6 +410,7 @@ def gpu_access_check(host: HostView, restore: bool = False, runtime_roots: tuple
         f"restart {', '.join(names)}: their device cgroup lost the NVIDIA rules (a cgroup re-applied without "
         "them); doctor --fix --restore-device-access re-adds the spec's own rules on cgroup v1",
         repairs,
+        counts=counts,
     )
 
 
@@ -417,9 +447,15 @@ def engines_check(host: HostView) -> Check:
     locations = find_locations(host)
     releases, _ = engine_releases(host, locations)
     found = list(releases.values())
+    unresolvable = _unresolvable_names(host)
+    counts = {"cdi_unresolvable_names": {engine: len(names) for engine, names in unresolvable.items()}}
     if not found:
         return Check(
-            "engines", UNKNOWN, "no containerd, cri-o or podman found (running daemons, binaries, dpkg or rpm database)"
+            "engines",
+            UNKNOWN,
+            "no containerd, cri-o or podman found (running daemons, binaries, dpkg or rpm database)",
+            [_unresolvable_line(engine, names) for engine, names in unresolvable.items() if names],
+            counts_by_engine=counts,
         )
     evidence = []
     for chosen in (locations.containerd, locations.crio):
@@ -438,6 +474,8 @@ def engines_check(host: HostView) -> Check:
         except UnknownRelease as exc:
             library = str(exc)
         evidence.append(f"{release.label}: {library} ({release.source})")
+    # The verdict on the specs themselves is engine-configs' (lint --node); here, what each engine is left with.
+    evidence += [_unresolvable_line(engine, names) for engine, names in unresolvable.items() if names]
     summary = ", ".join(release.label for release in found)
     if unknown:
         return Check(
@@ -447,8 +485,23 @@ def engines_check(host: HostView) -> Check:
             "newest CDI library",
             evidence,
             "install the engines from packages, or check that their binaries answer --version",
+            counts_by_engine=counts,
         )
-    return Check("engines", OK, summary, evidence)
+    return Check("engines", OK, summary, evidence, counts_by_engine=counts)
+
+
+def _unresolvable_names(host: HostView) -> dict[str, list[Any]]:
+    from nvidia_oci_hook.lint import LintOptions, load_file
+    from nvidia_oci_hook.node.cdi_resolve import declared_unresolvable
+
+    options = LintOptions(host_root=host.root)
+    return declared_unresolvable(host, lambda path, kind: load_file(path, kind, options))
+
+
+def _unresolvable_line(engine: str, names: list[Any]) -> str:
+    listed = ", ".join(f"{resolution.name} ({resolution.reason})" for resolution in names)
+    plural = "s" if len(names) != 1 else ""
+    return f"{engine} cannot resolve {len(names)} CDI device name{plural} its specs declare: {listed}"
 
 
 def engine_configs_check(host_root: str, settings: Settings) -> Check:

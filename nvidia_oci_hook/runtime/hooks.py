@@ -61,6 +61,7 @@ def precreate(raw: bytes, settings: Settings) -> tuple[bytes, Optional[str]]:
     refusals = result.refusals(settings.policy_fail_on)
     if refusals:
         message = messages.refusal(container_id, refusals)
+        entry["refused"] = True  # what the metrics count, without reading the words
         logbook.record(settings, "precreate", entry, message, error=True)
         return raw, message
     logbook.record(settings, "precreate", entry, messages.headline(container_id, result))
@@ -102,6 +103,7 @@ def guard(raw_state: bytes, settings: Settings) -> tuple[list[EngineFinding], Op
     refusals = refusing(findings, settings.policy_fail_on)
     if refusals:
         message = messages.refusal(container_id, refusals)
+        entry["refused"] = True
         logbook.record(settings, "prestart", entry, message, error=True)
         return findings, message
     logbook.record(settings, "prestart", entry, f"{_describe(container_id)}: {len(findings)} findings")

@@ -168,6 +168,7 @@ def reconcile_bundle(invocation: Invocation, settings: Settings) -> Optional[str
     entry = messages.log_entry(invocation.container_id, bundle, result.edits, result.findings)
     if refusals:
         message = messages.refusal(invocation.container_id, refusals)
+        entry["refused"] = True  # what the metrics count, without reading the words
         logbook.record(settings, "runtime", entry, message, error=True)
         return message
     if result.changed:
