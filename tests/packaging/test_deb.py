@@ -33,7 +33,13 @@ CLEAN_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 CHROOT_INCLUDE = ("python3", "python3-click", "python3-yaml", "python3-jsonschema", "init-system-helpers")
 CHROOT_CACHE = REPO / ".tools" / "deb-chroot"
 SOURCES = "/etc/apt/sources.list.d/debian.sources"
-CONFFILES = ("/etc/containers/containers.conf.d/50-nvidia-oci-hook.conf", "/etc/nvidia-oci-hook/config.yaml")
+CONFFILES = (
+    "/etc/containers/containers.conf.d/50-nvidia-oci-hook.conf",
+    "/etc/nvidia-oci-hook/config.yaml",
+    "/etc/default/nvidia-oci-hook-metrics",
+    "/etc/logrotate.d/nvidia-oci-hook",
+)
+TIMER_LINK = "etc/systemd/system/timers.target.wants/nvidia-oci-hook-metrics.timer"
 
 
 def _version() -> str:
@@ -169,6 +175,8 @@ def test_package_contents(chroot: Path) -> None:
         *CONFFILES,
         "/lib/systemd/system/nvidia-oci-hook-cdi-reconcile.path",
         "/lib/systemd/system/nvidia-oci-hook-cdi-reconcile.service",
+        "/lib/systemd/system/nvidia-oci-hook-metrics.service",
+        "/lib/systemd/system/nvidia-oci-hook-metrics.timer",
         "/lib/udev/rules.d/71-nvidia-oci-hook.rules",
         "/usr/share/man/man1/nvidia-oci-hook.1.gz",
         "/usr/share/man/man1/nvidia-oci-runtime.1.gz",
@@ -195,8 +203,39 @@ def test_package_contents(chroot: Path) -> None:
     assert sorted(line.split()[0] for line in conffiles.strip().splitlines()) == sorted(CONFFILES)
     # The path unit is enabled by the maintainer scripts (no systemd runs in the chroot: nothing is started).
     assert (chroot / "etc/systemd/system/paths.target.wants/nvidia-oci-hook-cdi-reconcile.path").is_symlink()
+    # So is the metrics timer, which the maintainer scripts also start (and stop on removal) where systemd runs.
+    assert os.readlink(chroot / TIMER_LINK) == "/lib/systemd/system/nvidia-oci-hook-metrics.timer"
+    postinst = (chroot / "var/lib/dpkg/info/nvidia-oci-hook.postinst").read_text(encoding="utf-8")
+    assert "deb-systemd-helper unmask 'nvidia-oci-hook-metrics.timer'" in postinst
+    assert "deb-systemd-invoke $_dh_action 'nvidia-oci-hook-metrics.timer'" in postinst
+    assert "nvidia-oci-hook-metrics.service" not in postinst  # started by the timer alone
+    prerm = (chroot / "var/lib/dpkg/info/nvidia-oci-hook.prerm").read_text(encoding="utf-8")
+    assert "deb-systemd-invoke stop 'nvidia-oci-hook-metrics.timer'" in prerm
+    metrics_env = (chroot / "etc/default/nvidia-oci-hook-metrics").read_text(encoding="utf-8")
+    assert "\nTEXTFILE_DIR=/var/lib/prometheus/node-exporter\n" in metrics_env
+    rotate = (chroot / "etc/logrotate.d/nvidia-oci-hook").read_text(encoding="utf-8")
+    assert "/var/log/nvidia-oci-hook.log {" in rotate and "copytruncate" not in rotate.split("{", 1)[1]
     dropin = (chroot / CONFFILES[0].lstrip("/")).read_text(encoding="utf-8")
     assert '"/usr/share/nvidia-oci-hook/hooks.d"' in dropin and '"/usr/share/containers/oci/hooks.d"' in dropin
+
+
+def test_metrics_units_verify(chroot: Path, tmp_path: Path) -> None:
+    """systemd-analyze verify on the installed metrics units, with this machine's systemd (the chroot has none).
+    The one thing it cannot see from here is the command, which lives in the chroot: that error alone is left."""
+    _need("systemd-analyze")
+    units = []
+    for kind in ("service", "timer"):
+        units.append(tmp_path / f"nvidia-oci-hook-metrics.{kind}")
+        shutil.copy(chroot / f"lib/systemd/system/nvidia-oci-hook-metrics.{kind}", units[-1])
+    result = _run(["systemd-analyze", "verify", "--man=no", *map(str, units)], cwd=tmp_path)
+    command = "/usr/bin/nvidia-oci-hook"
+    assert os.access(chroot / command.lstrip("/"), os.X_OK)
+    expected = (
+        ""
+        if os.access(command, os.X_OK)
+        else (f"nvidia-oci-hook-metrics.service: Command {command} is not executable: No such file or directory\n")
+    )
+    assert (result.stdout, result.stderr) == ("", expected), result
 
 
 def test_remove_then_purge(chroot: Path) -> None:
@@ -213,9 +252,15 @@ def test_remove_then_purge(chroot: Path) -> None:
     # The record the sh fronts keep, as a container start through them leaves it.
     (chroot / "run/nvidia-oci-hook").mkdir(parents=True, exist_ok=True, mode=0o700)
     (chroot / "run/nvidia-oci-hook/settings").write_text("absent\n", encoding="utf-8")
+    # The metrics file the service wrote: remove takes it, or node_exporter would serve its last values for ever.
+    textfile = chroot / "var/lib/prometheus/node-exporter"
+    textfile.mkdir(parents=True, exist_ok=True)
+    (textfile / "nvidia-oci-hook.prom").write_text("nvidia_oci_hook_build_info 1\n", encoding="utf-8")
+    (textfile / "other.prom").write_text("other 1\n", encoding="utf-8")
     result = _in(chroot, "dpkg", "--remove", PACKAGE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert not (chroot / "run/nvidia-oci-hook").exists(), "remove leaves the fronts' record on /run"
+    assert os.listdir(textfile) == ["other.prom"]
     status = _in(chroot, "dpkg-query", "--showformat=${Status}", "--show", PACKAGE).stdout
     assert status == "deinstall ok config-files", status
     left = sorted(_in(chroot, "dpkg", "-L", PACKAGE).stdout.split())
@@ -227,9 +272,10 @@ def test_remove_then_purge(chroot: Path) -> None:
     assert _in(chroot, "dpkg-query", "--show", PACKAGE).returncode != 0
     for gone in (
         "etc/nvidia-oci-hook",
-        CONFFILES[0].lstrip("/"),
+        *(path.lstrip("/") for path in CONFFILES),
         "var/log/nvidia-oci-hook.log",
         "etc/systemd/system/paths.target.wants/nvidia-oci-hook-cdi-reconcile.path",
+        TIMER_LINK,
         "usr/share/nvidia-oci-hook",
         "usr/share/doc/nvidia-oci-hook",
     ):

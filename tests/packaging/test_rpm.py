@@ -95,8 +95,26 @@ def test_metadata(rpms: dict[str, str]) -> None:
     files = _run(["rpm", "-qp", "--list", rpms["el8"]], env=ENV).stdout.split("\n")
     assert not [name for name in files if name.endswith((".so", ".c", ".pyx"))]
     assert "/usr/lib/udev/rules.d/71-nvidia-oci-hook.rules" in files
-    configs = _run(["rpm", "-qp", "--configfiles", rpms["el9"]], env=ENV).stdout.split()
-    assert configs == ["/etc/containers/containers.conf.d/50-nvidia-oci-hook.conf", "/etc/nvidia-oci-hook/config.yaml"]
+    for target in ("el8", "el9"):
+        files = _run(["rpm", "-qp", "--list", rpms[target]], env=ENV).stdout.split("\n")
+        for unit in ("nvidia-oci-hook-metrics.service", "nvidia-oci-hook-metrics.timer"):
+            assert f"/usr/lib/systemd/system/{unit}" in files, (target, unit)
+        assert "/usr/lib/systemd/system-preset/50-nvidia-oci-hook.preset" in files
+        configs = _run(["rpm", "-qp", "--configfiles", rpms[target]], env=ENV).stdout.split()
+        assert configs == [
+            "/etc/containers/containers.conf.d/50-nvidia-oci-hook.conf",
+            "/etc/logrotate.d/nvidia-oci-hook",
+            "/etc/nvidia-oci-hook/config.yaml",
+            "/etc/sysconfig/nvidia-oci-hook-metrics",
+        ], target
+        # The scriptlets enable the timer through its preset on install, stop and disable it on erase, restart
+        # it on upgrade.
+        scripts = _run(["rpm", "-qp", "--scripts", rpms[target]], env=ENV).stdout
+        post, preun, postun = (scripts.split(f"{name} scriptlet")[1].split("scriptlet")[0] for name in (
+            "postinstall", "preuninstall", "postuninstall"))  # fmt: skip
+        assert "preset" in post and "nvidia-oci-hook-metrics.timer" in post, post
+        assert "disable --now" in preun and "nvidia-oci-hook-metrics.timer" in preun, preun
+        assert "try-restart" in postun and "nvidia-oci-hook-metrics.timer" in postun, postun
 
 
 def test_el9_installs_and_runs_on_python39(rpms: dict[str, str], tmp_path: os.PathLike[str]) -> None:
@@ -104,6 +122,14 @@ def test_el9_installs_and_runs_on_python39(rpms: dict[str, str], tmp_path: os.Pa
     root = os.path.join(str(tmp_path), "root")
     _install(rpms["el9"], root)
     site = os.path.join(root, "usr/lib/python3.9/site-packages")
+    with open(
+        os.path.join(root, "usr/lib/systemd/system-preset/50-nvidia-oci-hook.preset"), encoding="utf-8"
+    ) as handle:
+        assert "enable nvidia-oci-hook-metrics.timer\n" in handle.read()
+    with open(os.path.join(root, "etc/sysconfig/nvidia-oci-hook-metrics"), encoding="utf-8") as handle:
+        assert "\nTEXTFILE_DIR=/var/lib/prometheus/node-exporter\n" in handle.read()
+    with open(os.path.join(root, "etc/logrotate.d/nvidia-oci-hook"), encoding="utf-8") as handle:
+        assert "/var/log/nvidia-oci-hook.log {" in handle.read()
     assert sorted(glob.glob(os.path.join(site, "nvidia_oci_hook", "__pycache__", "entry.*.pyc"))) == [
         os.path.join(site, "nvidia_oci_hook", "__pycache__", "entry.cpython-39.pyc")
     ]
