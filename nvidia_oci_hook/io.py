@@ -97,11 +97,60 @@ def write_atomic(path: str, data: bytes) -> None:
         with _suppress_os_error():
             os.unlink(temporary)
         raise
+    # Before the directory's fsync, so that it makes the removals durable too.
+    remove_stale_temporaries(directory, os.path.basename(path))
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def remove_stale_temporaries(directory: str, name: str) -> None:
+    """Remove the `.NAME.PID.tmp` files in directory whose writer is gone: a writer killed between its write and
+    its rename (kill -9 of a wrapper leaves one about once in a hundred kills) leaves its temporary behind.
+
+    Called only by a write into directory, which has just created and renamed an entry there, so the one listing
+    this costs reads a directory that is hot in the cache; nothing else on the runtime path lists a bundle.
+    Only a regular file is removed (a symlink of that name is not ours, and is never followed), and only when no
+    process has its pid: a live writer's temporary is its to rename or remove. The pid is that of the writer's pid
+    namespace; the writers of one directory (the wrapper in the engine's, the CLI on the node) share the host's.
+    """
+    prefix = f".{name}."
+    own = os.getpid()
+    try:
+        entries = os.scandir(directory)
+    except OSError:
+        return
+    with entries:
+        for entry in entries:
+            found = entry.name
+            if not (found.startswith(prefix) and found.endswith(".tmp")):
+                continue
+            digits = found[len(prefix) : -len(".tmp")]
+            # Plain ASCII digits of a plausible pid: anything else is not a name write_atomic makes.
+            if not (digits.isascii() and digits.isdigit() and len(digits) <= 10):
+                continue
+            pid = int(digits)
+            if pid == own or pid == 0 or _alive(pid):
+                continue
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                os.unlink(entry.path)  # unlink removes a name, never what a symlink points to
+            except OSError:
+                continue
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process has pid; when that cannot be told, it is taken as alive (nothing of its is removed)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True  # EPERM: it exists, as another user
+    return True
 
 
 class _suppress_os_error:  # contextlib costs start-up time on the runtime path

@@ -13,7 +13,7 @@ from nvidia_oci_hook.engine import jsoncodec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import IO, Any, Optional
 
     from nvidia_oci_hook.config import Settings
 
@@ -47,17 +47,90 @@ def record(settings: Settings, mode: str, entry: dict[str, Any], summary: str, e
         syslog.closelog()
 
 
+# logrotate's compress is gzip unless compresscmd says otherwise; our configuration keeps it.
+_COMPRESSED = (".gz",)
+
+
+def _rotation_key(base: str, name: str) -> Optional[tuple[int, str, int]]:
+    """Where name stands among base's rotated files (smaller: older), or None when it is not one of them.
+
+    logrotate's two naming schemes: numbered (`base.1` is the newest, `base.2.gz` older, ...) and dateext
+    (`base-20261201`, `base-20261201-1764547200`, ... with the default and the usual dateformats: the name's
+    date sorts as the time). Dated files come first: when both are there, the scheme changed, and either order is a
+    guess; a log read whole rarely mixes them.
+    """
+    if not name.startswith(base) or len(name) == len(base):
+        return None
+    rest = name[len(base) :]
+    for extension in _COMPRESSED:
+        if rest.endswith(extension):
+            rest = rest[: -len(extension)]
+            break
+    if rest[:1] == "." and rest[1:].isascii() and rest[1:].isdigit():
+        return (1, "", -int(rest[1:]))
+    stamp = rest[1:]
+    if rest[:1] == "-" and stamp[:1].isdigit() and stamp.isascii() and stamp.replace("-", "").isdigit():
+        return (0, stamp, 0)
+    return None
+
+
+def log_files(path: str) -> list[str]:
+    """path and its rotated files, oldest first: what `nvidia-oci-hook log` reads, in the order it was written."""
+    directory, base = os.path.split(path)
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        names = []
+    rotated = []
+    for name in names:
+        key = _rotation_key(base, name)
+        if key is not None:
+            rotated.append((key, os.path.join(directory, name)))
+    rotated.sort()
+    return [found for _, found in rotated] + [path]
+
+
+def read_all_entries(path: str) -> list[dict[str, Any]]:
+    """The entries of path and of its rotated files, oldest first. A rotated file that a rotation running at the
+    same time removed is skipped; path itself missing with nothing rotated is the caller's OSError."""
+    files = log_files(path)
+    entries: list[dict[str, Any]] = []
+    for found in files:
+        try:
+            entries.extend(read_entries(found))
+        except FileNotFoundError:
+            if found == path and len(files) == 1:
+                raise
+        except OSError as exc:
+            if exc.filename is None:  # gzip's BadGzipFile names no file: say which one it was
+                raise OSError(exc.errno, str(exc), found) from None
+            raise
+    return entries
+
+
+def _open_text(path: str) -> IO[str]:
+    if path.endswith(".gz"):
+        import gzip  # here: only the log viewer reads rotated files, the writers on the runtime path never do
+
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
 def read_entries(path: str) -> list[dict[str, Any]]:
-    """The log's entries; a line that is not one of ours (cut short by a full disk, say) is skipped."""
+    """The entries of one log file (compressed or not); a line that is not one of ours (cut short by a full disk,
+    say) is skipped."""
     entries = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                entry = jsoncodec.loads(line)
-            except jsoncodec.JSONDecodeError:
-                continue
-            if isinstance(entry, dict) and isinstance(entry.get("summary"), str):
-                entries.append(entry)
+    with _open_text(path) as handle:
+        try:
+            for line in handle:
+                try:
+                    entry = jsoncodec.loads(line)
+                except jsoncodec.JSONDecodeError:
+                    continue
+                if isinstance(entry, dict) and isinstance(entry.get("summary"), str):
+                    entries.append(entry)
+        except EOFError:
+            pass  # a compressed file cut short (a full disk while gzip wrote it): what precedes is still there
     return entries
 
 
