@@ -229,7 +229,50 @@ def run_cdi_cases(cases: list[dict[str, Any]], directory: Path) -> list[dict[str
     return results
 
 
-MODES = {"hooks": run_hooks_cases, "cdi": run_cdi_cases}
+def run_image_cases(cases: list[dict[str, Any]], directory: Path) -> list[dict[str, Any]]:
+    """For each case, build an image and run it as a DaemonSet would, then stop it:
+    {"base_tarball", "base", "containerfile", "context", "tag", "run": podman run arguments after the image is
+    named (mounts, security options), "image_args": the container's command, "wait_for": a file the container
+    writes, "timeout"}. Returns the build's and the run's output, the time until wait_for appeared, and the
+    container's exit status after `podman stop`."""
+    env = PodmanEnv(directory)
+    results = []
+    try:
+        env.configure([])
+        for case in cases:
+            imported = env.run("import", case["base_tarball"], case["base"], timeout=300)
+            built = env.run(
+                "build", "--network", "host", "--build-arg", f"BASE={case['base']}", "-t", case["tag"],
+                "-f", case["containerfile"], case["context"], timeout=600,
+            )  # fmt: skip
+            result: dict[str, Any] = {
+                "import": imported.returncode,
+                "build": built.returncode,
+                "build_output": (built.stdout + built.stderr)[-4000:],
+            }
+            if built.returncode == 0:
+                started = env.run("run", "-d", "--name", "doctor", *case["run"], case["tag"], *case["image_args"])
+                result["run"] = started.returncode
+                result["run_output"] = started.stdout + started.stderr
+                deadline = time.monotonic() + case["timeout"]
+                began = time.monotonic()
+                while started.returncode == 0 and not Path(case["wait_for"]).exists() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                result["appeared_after"] = time.monotonic() - began if Path(case["wait_for"]).exists() else None
+                stopped = time.monotonic()
+                env.run("stop", "-t", "10", "doctor", timeout=60)
+                result["stop_seconds"] = time.monotonic() - stopped
+                inspected = env.run("inspect", "--format", "{{.State.ExitCode}}", "doctor")
+                result["exit_code"] = inspected.stdout.strip()
+                result["logs"] = env.run("logs", "doctor").stderr[-2000:]
+                env.run("rm", "--force", "doctor")
+            results.append(result)
+    finally:
+        env.close()
+    return results
+
+
+MODES = {"hooks": run_hooks_cases, "cdi": run_cdi_cases, "image": run_image_cases}
 
 
 def run_isolated(mode: str, cases: list[dict[str, Any]], timeout: float = 300) -> list[dict[str, Any]]:
