@@ -26,15 +26,21 @@ def _pointer_token(text: str) -> str:
     return text.replace("~", "~0").replace("/", "~1")
 
 
-def requested_names(config: dict[str, Any], settings: Settings) -> list[Request]:
-    """Every requested name as written (not yet checked), in order."""
+def annotation_requests(annotations: Any, settings: Settings, base: str = "/annotations") -> list[Request]:
+    """The names requested by annotations under the configured prefixes, as written, in order; base is the
+    annotations' pointer (a CRI container config may spell the key otherwise)."""
     found: list[Request] = []
-    annotations = config.get("annotations")
     if isinstance(annotations, dict):
         for key, value in annotations.items():
-            if isinstance(value, str) and key.startswith(settings.cdi_annotation_prefixes):
-                pointer = "/annotations/" + _pointer_token(key)
+            if isinstance(key, str) and isinstance(value, str) and key.startswith(settings.cdi_annotation_prefixes):
+                pointer = f"{base}/{_pointer_token(key)}"
                 found.extend(Request(name, pointer, f"annotation {key}") for name in value.split(","))
+    return found
+
+
+def requested_names(config: dict[str, Any], settings: Settings) -> list[Request]:
+    """Every requested name as written (not yet checked), in order."""
+    found = annotation_requests(config.get("annotations"), settings)
     process = config.get("process")
     env = process.get("env") if isinstance(process, dict) else None
     if settings.cdi_visible_devices_env and isinstance(env, list):

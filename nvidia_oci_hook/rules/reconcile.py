@@ -14,7 +14,6 @@ from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.engine.pipeline import plan
 from nvidia_oci_hook.engine.records import Plan
 from nvidia_oci_hook.findings import Problem, Severity
-from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.cdinames import cdi_name_error
 from nvidia_oci_hook.kinds.cri import CRI_CONTAINER, CRIContainerConfig, is_cri_container
 from nvidia_oci_hook.kinds.document import OCI_CONFIG
@@ -69,15 +68,14 @@ def unresolved_cdi_device(value: Any, context: Context) -> Iterator[Problem]:
 def _cri_unresolved(value: Any, context: Context) -> Iterator[Problem]:
     """A CRI container config's CDI requests, resolved as the engine resolves them (engine/cdi.py)."""
     from nvidia_oci_hook.engine.cdi import read_cache, unresolved_reason
+    from nvidia_oci_hook.engine.requests import annotation_requests
 
     assert context.host is not None
     settings = context.settings or Settings()
     config = CRIContainerConfig(value)
     wanted = [(request.pointer, request.name) for request in config.cdi_devices]
     base, annotations = config.annotations
-    for key, names in annotations.items():
-        if isinstance(key, str) and isinstance(names, str) and key.startswith(settings.cdi_annotation_prefixes):
-            wanted.extend((pointer_join(base, key), name.strip()) for name in names.split(","))
+    wanted.extend((request.pointer, request.name) for request in annotation_requests(annotations, settings, base))
     if not wanted:
         return
     cache = read_cache(context.host, settings.cdi_spec_dirs)
