@@ -23,6 +23,7 @@ import os
 import posixpath
 import re
 import subprocess
+import weakref
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -128,9 +129,22 @@ def _engine_of(argv: tuple[str, ...]) -> Optional[str]:
     return None
 
 
+# One scan of /proc per view: doctor's checks each ask where the engines' configuration is.
+_SCANNED: weakref.WeakKeyDictionary[HostView, tuple[bool, list[Daemon]]] = weakref.WeakKeyDictionary()
+
+
 def running_daemons(host: HostView, versions: bool = True) -> list[Daemon]:
     """containerd and cri-o daemons in the host's /proc, with the files their command lines name (and, with
     versions, each binary's release)."""
+    scanned = _SCANNED.get(host)
+    if scanned is not None and (scanned[0] or not versions):
+        return scanned[1]
+    found = _scan(host, versions)
+    _SCANNED[host] = (versions, found)
+    return found
+
+
+def _scan(host: HostView, versions: bool) -> list[Daemon]:
     proc = host.shown("/proc")
     try:
         pids = sorted(int(name) for name in os.listdir(proc) if name.isdigit())
