@@ -42,31 +42,27 @@ def _env() -> dict[str, str]:
     return env
 
 
-def shipped_versions() -> list[str]:
+def _python(program: str, stdin: str, timeout: float) -> str:
+    """program's standard output, run where kubernetes-validate is importable (setup.sh put it there)."""
     result = subprocess.run(
-        [sys.executable, "-c", "from kubernetes_validate import utils; print(' '.join(utils.all_versions()))"],
+        [sys.executable, "-c", program],
+        input=stdin,
         capture_output=True,
         text=True,
         env=_env(),
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
     assert result.returncode == 0, f"{SETUP_HINT}\n{result.stderr}"
-    return result.stdout.split()
+    return result.stdout
+
+
+def shipped_versions() -> list[str]:
+    return _python("from kubernetes_validate import utils; print(' '.join(utils.all_versions()))", "", 60).split()
 
 
 def validate(pairs: list[tuple[dict[str, Any], str]]) -> list[Optional[str]]:
     """For each (document, Kubernetes version): None when the version's strict schema accepts it, else why not."""
-    result = subprocess.run(
-        [sys.executable, "-c", PROGRAM],
-        input=json.dumps(pairs),
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, f"{SETUP_HINT}\n{result.stderr}"
-    answers: list[Optional[str]] = json.loads(result.stdout)
+    answers: list[Optional[str]] = json.loads(_python(PROGRAM, json.dumps(pairs), 300))
     assert len(answers) == len(pairs)
     return answers

@@ -64,6 +64,13 @@ def test_precreate_refusal(tmp_path: Path) -> None:
     assert result.stderr.decode().rstrip().endswith("(nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml)")
 
 
+def _bundle(tmp_path: Path, value: object) -> Path:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "config.json").write_text(json.dumps(value))
+    return bundle
+
+
 def _state(bundle: Path, crun: bool) -> bytes:
     state: dict[str, object] = {
         "ociVersion": "1.0.2",
@@ -81,9 +88,7 @@ def _state(bundle: Path, crun: bool) -> bytes:
 @pytest.mark.parametrize("stage", ["prestart", "createRuntime"])
 def test_guard_refuses_an_unusable_gpu_with_one_line(tmp_path: Path, crun: bool, stage: str) -> None:
     hook, _ = launchers(tmp_path / "bin")
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    (bundle / "config.json").write_text(json.dumps(_gpu_config()))
+    bundle = _bundle(tmp_path, _gpu_config())
     result = run([str(hook), "--config", str(_settings(tmp_path)), "hook", stage], stdin=_state(bundle, crun), env={})
     assert result.returncode == 1
     stderr = result.stderr.decode()
@@ -117,9 +122,7 @@ GPU001_REFUSAL = (
 @pytest.mark.parametrize("stage", ["prestart", "createRuntime"])
 def test_guard_refuses_a_gpu_without_its_control_node(tmp_path: Path, crun: bool, stage: str) -> None:
     hook, _ = launchers(tmp_path / "bin")
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    (bundle / "config.json").write_text(json.dumps(_gpu_without_control()))
+    bundle = _bundle(tmp_path, _gpu_without_control())
     cfg = settled(_settings(tmp_path))
     # With the configuration on the command line, and as hooks.d runs it (named in the environment), the second
     # time with the record the sh front reads.
@@ -142,10 +145,8 @@ def test_guard_refuses_a_gpu_without_its_control_node(tmp_path: Path, crun: bool
 
 def test_wrapper_and_precreate_refuse_a_gpu_without_its_control_node(tmp_path: Path) -> None:
     hook, runtime = launchers(tmp_path / "bin")
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    raw = json.dumps(_gpu_without_control()).encode()
-    (bundle / "config.json").write_bytes(raw)
+    bundle = _bundle(tmp_path, _gpu_without_control())
+    raw = (bundle / "config.json").read_bytes()
     cfg = write_config(
         tmp_path / "config.yaml",
         runtime={"low_level": [str(fake_runtime(tmp_path))]},
@@ -165,13 +166,11 @@ def test_wrapper_and_precreate_refuse_a_gpu_without_its_control_node(tmp_path: P
 
 def test_guard_passes_a_reconciled_spec_and_honours_the_policy(tmp_path: Path) -> None:
     hook, _ = launchers(tmp_path / "bin")
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
     value = _gpu_config()
     value["linux"]["resources"]["devices"] += [
         {"allow": True, "type": "c", "major": 195, "minor": minor, "access": "rwm"} for minor in (0, 255)
     ]
-    (bundle / "config.json").write_text(json.dumps(value))
+    bundle = _bundle(tmp_path, value)
     result = run(
         [str(hook), "--config", str(_settings(tmp_path)), "hook", "prestart"], stdin=_state(bundle, False), env={}
     )
