@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from typing import Any, Optional
@@ -221,7 +222,9 @@ def lint(
     except io.ReadError as exc:
         raise Fatal(str(exc)) from None
     color = output_format == "text" and sys.stdout.isatty()
-    click.echo(REPORTERS[output_format](run.files, color=color, looked_at=run.looked_at), nl=False)
+    click.echo(
+        REPORTERS[output_format](run.files, color=color, looked_at=run.looked_at, node_root=run.node_root), nl=False
+    )
     threshold = Severity.parse(fail_on or settings.fail_on)
     failed = any(f.severity >= threshold for result in run.files for f in result.findings)
     ctx.exit(EXIT_FINDINGS if failed else EXIT_CLEAN)
@@ -249,9 +252,16 @@ def _cdi_judges(cdi_library: Optional[str], engines: tuple[str, ...]) -> tuple[A
 
 
 def _is_directory(path: str) -> bool:
-    import os
-
     return os.path.isdir(path)
+
+
+def _writable(host_root: str) -> None:
+    """A command about to change the node stops before it changes anything where the node is mounted read-only
+    (the DaemonSet mounts it so)."""
+    from nvidia_oci_hook.host import HostView
+
+    if HostView(host_root).read_only():
+        raise Fatal(f"--host-root {host_root}: read-only file system: nothing was changed")
 
 
 @cli.command("rules")
@@ -438,6 +448,8 @@ def doctor(
     def selected(found: list[Any]) -> list[Any]:
         return [check for check in found if not only or check.name in only]
 
+    if fix and not dry_run:
+        _writable(host_root)
     checks = selected(
         mode.run_checks(host_root, settings, use_nvml, nvml_library, restore_device_access, runtime_roots)
     )
@@ -458,6 +470,7 @@ def doctor(
         if not performed:
             performed.append("nothing to repair")
     status = EXIT_FINDINGS if mode.overall(checks) == mode.ERROR else EXIT_CLEAN
+    node_root = host_root if os.path.abspath(host_root) != "/" else ""
     if output_format == "npd":
         text, status = mode.render_npd(checks)
         text += "\n"
@@ -466,7 +479,7 @@ def doctor(
         from nvidia_oci_hook.node import metrics
 
         # The log is the node's, like everything doctor reads: under --host-root.
-        log = metrics.read_log(HostView(host_root).real_path(settings.log_file) if settings.log_file else None)
+        log = metrics.read_log(settings.log_file, HostView(host_root))
         text = metrics.render_prometheus(checks, __version__, time.time(), time.monotonic() - started, log)
     elif output_format == "json":
         payload = {
@@ -475,9 +488,11 @@ def doctor(
             "repairs": performed,
             "checks": [check.as_dict() for check in mode.ordered(checks)],
         }
+        if node_root:
+            payload["host_root"] = node_root
         text = json.dumps(payload, indent=2) + "\n"
     else:
-        text = ("\n".join(performed) + "\n\n" if performed else "") + mode.render_text(checks)
+        text = ("\n".join(performed) + "\n\n" if performed else "") + mode.render_text(checks, node_root)
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -505,6 +520,8 @@ def configure(engine: str, dry_run: bool, undo: bool, host_root: str) -> None:
 
     if not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
+    if not dry_run:
+        _writable(host_root)
     try:
         configure_run(engine, host_root, dry_run, undo)
     except ConfigureError as exc:
@@ -613,7 +630,12 @@ def cdi_resolve(
     by_hand = ByHand(containerd_config, crio_config, crio_config_dir)
     try:
         results = mode.resolve(
-            HostView(host_root), lambda path, kind: load_file(path, kind, options), list(names), key, release, by_hand
+            HostView(host_root),
+            lambda path, kind, files: load_file(path, kind, options, files),
+            list(names),
+            key,
+            release,
+            by_hand,
         )
     except mode.NoEngine as exc:
         raise Fatal(str(exc)) from None

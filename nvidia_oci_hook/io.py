@@ -6,6 +6,10 @@ import os
 import stat
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional, Union
+
 # Far above any real config.json, CDI spec or runtime config; keeps a hostile file from exhausting memory.
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 
@@ -36,6 +40,11 @@ def read_bounded(path: str, limit: int = DEFAULT_MAX_BYTES) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise ReadError(f"{path}: cannot open: {_describe(exc)}") from None
+    return read_descriptor(fd, path, limit)
+
+
+def read_descriptor(fd: int, path: str, limit: int = DEFAULT_MAX_BYTES) -> bytes:
+    """Read an open file to its end and close it, refusing more than limit bytes; path names it in errors."""
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
@@ -59,25 +68,41 @@ def read_bounded(path: str, limit: int = DEFAULT_MAX_BYTES) -> bytes:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, dir_fd: Optional[int] = None) -> None:
     """Replace path with data so that a crash or kill at any moment leaves the old file or the new one.
 
     The temporary file sits in the same directory (rename is atomic only within a file system), gets the old
-    file's mode and owner before it is renamed over it, and is fsynced, as is the directory afterwards.
+    file's mode and owner before it is renamed over it, and is fsynced, as is the directory afterwards. With
+    dir_fd (an open directory), path is one name in it and nothing is looked up by a path from "/": how the
+    host layer writes under a host root. A link at the name is replaced, never followed.
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    if dir_fd is None:
+        directory_fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        name = os.path.basename(path)
+    else:
+        directory_fd, name = dir_fd, path
     try:
-        old = os.stat(path)
+        _write_in(directory_fd, name, data)
+    finally:
+        if dir_fd is None:
+            os.close(directory_fd)
+
+
+def _write_in(directory: int, name: str, data: bytes) -> None:
+    try:
+        old: Optional[os.stat_result] = os.stat(name, dir_fd=directory, follow_symlinks=False)
+        if not stat.S_ISREG(old.st_mode):  # type: ignore[union-attr]
+            old = None
     except FileNotFoundError:
         old = None
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    temporary = f".{name}.{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(temporary, flags, 0o600)
+        fd = os.open(temporary, flags, 0o600, dir_fd=directory)
     except FileExistsError:
         # Left by a process with the same pid that was killed mid-write: nobody else writes this name.
-        os.unlink(temporary)
-        fd = os.open(temporary, flags, 0o600)
+        os.unlink(temporary, dir_fd=directory)
+        fd = os.open(temporary, flags, 0o600, dir_fd=directory)
     try:
         try:
             view = memoryview(data)
@@ -92,23 +117,20 @@ def write_atomic(path: str, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(temporary, path)
+        os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
     except BaseException:
         with _suppress_os_error():
-            os.unlink(temporary)
+            os.unlink(temporary, dir_fd=directory)
         raise
     # Before the directory's fsync, so that it makes the removals durable too.
-    remove_stale_temporaries(directory, os.path.basename(path))
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    remove_stale_temporaries(directory, name)
+    os.fsync(directory)
 
 
-def remove_stale_temporaries(directory: str, name: str) -> None:
-    """Remove the `.NAME.PID.tmp` files in directory whose writer is gone: a writer killed between its write and
-    its rename (kill -9 of a wrapper leaves one about once in a hundred kills) leaves its temporary behind.
+def remove_stale_temporaries(directory: Union[str, int], name: str) -> None:
+    """Remove the `.NAME.PID.tmp` files in directory (a path, or an open directory) whose writer is gone: a
+    writer killed between its write and its rename (kill -9 of a wrapper leaves one about once in a hundred kills)
+    leaves its temporary behind.
 
     Called only by a write into directory, which has just created and renamed an entry there, so the one listing
     this costs reads a directory that is hot in the cache; nothing else on the runtime path lists a bundle.
@@ -119,27 +141,27 @@ def remove_stale_temporaries(directory: str, name: str) -> None:
     prefix = f".{name}."
     own = os.getpid()
     try:
-        entries = os.scandir(directory)
+        names = os.listdir(directory)
     except OSError:
         return
-    with entries:
-        for entry in entries:
-            found = entry.name
-            if not (found.startswith(prefix) and found.endswith(".tmp")):
+    at = directory if isinstance(directory, int) else None
+    for found in names:
+        if not (found.startswith(prefix) and found.endswith(".tmp")):
+            continue
+        digits = found[len(prefix) : -len(".tmp")]
+        # Plain ASCII digits of a plausible pid: anything else is not a name write_atomic makes.
+        if not (digits.isascii() and digits.isdigit() and len(digits) <= 10):
+            continue
+        pid = int(digits)
+        if pid == own or pid == 0 or _alive(pid):
+            continue
+        target = found if at is not None else os.path.join(directory, found)  # type: ignore[arg-type]
+        try:
+            if not stat.S_ISREG(os.stat(target, dir_fd=at, follow_symlinks=False).st_mode):
                 continue
-            digits = found[len(prefix) : -len(".tmp")]
-            # Plain ASCII digits of a plausible pid: anything else is not a name write_atomic makes.
-            if not (digits.isascii() and digits.isdigit() and len(digits) <= 10):
-                continue
-            pid = int(digits)
-            if pid == own or pid == 0 or _alive(pid):
-                continue
-            try:
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                os.unlink(entry.path)  # unlink removes a name, never what a symlink points to
-            except OSError:
-                continue
+            os.unlink(target, dir_fd=at)  # unlink removes a name, never what a symlink points to
+        except OSError:
+            continue
 
 
 def _alive(pid: int) -> bool:

@@ -12,7 +12,7 @@ from nvidia_oci_hook import io
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Finding, Problem
 from nvidia_oci_hook.formats.parsing import LoadProblem
-from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, HostView
+from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, LOCAL, HostView
 from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for, follow_imports
 from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, parse_document
@@ -99,11 +99,12 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
     return sorted(findings, key=Finding.sort_key)
 
 
-def load_file(path: str, kind: str, options: LintOptions) -> Document:
-    """Read and parse one file; raises io.ReadError when it cannot be read at all."""
+def load_file(path: str, kind: str, options: LintOptions, files: HostView = LOCAL) -> Document:
+    """Read and parse one file from where it is (files: this machine's as named, or the node's under its host
+    root); raises io.ReadError when it cannot be read at all."""
     display = "<stdin>" if path == "-" else path
     try:
-        raw = io.read_bounded(path, options.max_bytes)
+        raw = files.read_bytes(path, options.max_bytes)
     except io.TooLarge as exc:
         too_large = OCI_CONFIG if kind == AUTO else kind
         return Document(display, too_large, "", load_problems=[LoadProblem("DOC004", str(exc))])
@@ -115,6 +116,8 @@ class LintRun:
     files: list[FileResult]
     # With --node: (path, kind or why it was not read) for every place looked at.
     looked_at: list[tuple[str, str]] = field(default_factory=list)
+    # With --node and a host root other than /: where the node's paths were read.
+    node_root: str = ""
 
 
 class ResultSet:
@@ -173,6 +176,9 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     def loader(path: str, kind: str) -> Document:
         return load_file(path, kind, options)
 
+    def node_loader(path: str, kind: str, files: HostView) -> Document:
+        return load_file(path, kind, options, files)
+
     results = ResultSet()
     looked_at: list[tuple[str, str]] = []
     if options.node:
@@ -180,7 +186,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
         from nvidia_oci_hook.node.locations import ByHand
 
         by_hand = ByHand(options.containerd_config, options.crio_config, options.crio_config_dir)
-        node = discover_node(host or HostView(options.host_root), loader, by_hand)
+        node = discover_node(host or HostView(options.host_root), node_loader, by_hand)
         looked_at = looked_at_in(node)
         lint_collection(node, rules, context_for, results)
     # Directories of one kind are read together, in the order given, as the engine reads its list of them
@@ -195,11 +201,12 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
             continue
         document = load_file(path, options.kind, options)
         # A file that names others (containerd's imports) is linted with them, as its engine reads them.
-        followed = follow_imports(document, loader, options.host_root) if path != "-" else None
+        followed = follow_imports(document, loader) if path != "-" else None
         if followed is not None:
             lint_collection(followed, rules, context_for, results)
             continue
         results.add(document.path, document.kind, lint_document(document, rules, context_for()))
     for directory_kind, group in directories.values():
         lint_collection(directory_kind.read(group, loader), rules, context_for, results)
-    return LintRun(results.sorted(), looked_at)
+    node_root = options.host_root if options.node and os.path.abspath(options.host_root) != "/" else ""
+    return LintRun(results.sorted(), looked_at, node_root)

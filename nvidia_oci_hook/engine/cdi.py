@@ -54,12 +54,9 @@ def read_cache(host: HostView, directories: tuple[str, ...]) -> SpecCache:
     found: list[tuple[str, int, tuple[Spec, str]]] = []
     for priority, directory in enumerate(directories):
         for path in spec_paths(host, directory):
-            real = host.real_path(path)
             value: Any = None
             try:
-                if real is None:
-                    raise SpecError("cannot be read")
-                value = _load(io.read_bounded(real), path)
+                value = _load(host.read_bytes(path), path)
                 spec = parse_spec(path, priority, value)
             except (SpecError, io.ReadError, io.TooLarge) as exc:
                 from nvidia_oci_hook.engine.cdi_reasons import declared_names
@@ -122,11 +119,11 @@ def unresolved_reason(
                 f"the spec that defines it, {path}, is not loaded: {reason}",
                 f"fix {path} (nvidia-oci-hook lint {path}) or regenerate it",
             )
-    scanned = {host.real_path(directory) or directory for directory in directories}
+    scanned = {host.canonical(directory) or directory for directory in directories}
     elsewhere = tuple(
         directory
         for directory in cdi_reasons.WELL_KNOWN_DIRS
-        if directory not in directories and (host.real_path(directory) or directory) not in scanned
+        if directory not in directories and (host.canonical(directory) or directory) not in scanned
     )
     if elsewhere:
         other = read_cache(host, elsewhere)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.kinds.document import Document, load_all_kinds
 
@@ -53,6 +54,13 @@ class Collection:
 
 # Loads one file as the given document kind; provided by the linter (bounded reads, size limits, display paths).
 Loader = Callable[[str, str], Document]
+# Loads one file from where it is: the node's files under a host root, or this machine's (a file named by hand).
+FileLoader = Callable[[str, str, "HostView"], Document]
+
+
+def bound(load: FileLoader, files: HostView) -> Loader:
+    """The loader that reads through files."""
+    return lambda path, kind: load(path, kind, files)
 
 
 @dataclass(frozen=True)
@@ -80,9 +88,10 @@ def directory_kinds() -> list[DirectoryKind]:
     return sorted(_DIRECTORY_KINDS.values(), key=lambda k: (k.order, k.name))
 
 
-# Readers of the documents a file names itself (containerd's imports): member kind -> read(document, loader,
-# host root), which returns the collection of the file and those it names, or None when it names none.
-FollowImports = Callable[[Document, Loader, str], Optional[Collection]]
+# Readers of the documents a file names itself (containerd's imports): member kind -> read(document, loader),
+# which returns the collection of the file and those it names, or None when it names none. A file named on the
+# command line and the files it names are this machine's.
+FollowImports = Callable[[Document, Loader], Optional[Collection]]
 _FOLLOWERS: dict[str, FollowImports] = {}
 
 
@@ -90,11 +99,11 @@ def register_follower(member_kind: str, follow: FollowImports) -> None:
     _FOLLOWERS[member_kind] = follow
 
 
-def follow_imports(document: Document, loader: Loader, host_root: str) -> Optional[Collection]:
+def follow_imports(document: Document, loader: Loader) -> Optional[Collection]:
     """The collection of a file and the files it names (as its engine reads them), or None when it names none."""
     load_all_kinds()
     follow = _FOLLOWERS.get(document.kind)
-    return follow(document, loader, host_root) if follow is not None and document.parsed else None
+    return follow(document, loader) if follow is not None and document.parsed else None
 
 
 def directory_kind_for(path: str, member_kind: Optional[str]) -> Optional[DirectoryKind]:

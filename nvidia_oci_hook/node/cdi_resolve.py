@@ -22,7 +22,7 @@ from nvidia_oci_hook.kinds.cdi.directories import Definition, SpecCollection, de
 from nvidia_oci_hook.kinds.cdi.releases import ENGINE_NAMES, NEWEST, Library, UnknownRelease, engine_library
 from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.kinds.cdinames import cache_settle, cdi_name_error
-from nvidia_oci_hook.kinds.collection import Loader
+from nvidia_oci_hook.kinds.collection import FileLoader, bound
 from nvidia_oci_hook.node.engines import DEFAULT_CDI_SPEC_DIRS, NodeFacts, discover_node
 from nvidia_oci_hook.node.locations import ByHand
 
@@ -192,7 +192,7 @@ class _EngineView:
     def __init__(
         self,
         host: HostView,
-        loader: Loader,
+        load: FileLoader,
         engine: str,
         library: Library,
         directories: tuple[str, ...],
@@ -202,14 +202,14 @@ class _EngineView:
         self.engine = engine
         self.library = library
         self.directories = directories
-        collection = read_spec_dirs([host.shown(d) for d in directories], loader)
+        collection = read_spec_dirs(list(directories), bound(load, host), host)
         self.values = {document.path: document.value for document in collection.documents}
         self.unreadable = [item.path for item in collection.skipped if "cannot be read" in item.reason]
         found = definitions(collection, library)
         self.winners, self.conflicts = cache_settle((d.name, d.priority, d) for d in found)
         self.loaded = _read(collection, library)
-        scanned = {host.real_path(d) or d for d in directories}
-        elsewhere = [d for d in others if (host.real_path(d) or d) not in scanned and host.exists(d)]
+        scanned = {host.canonical(d) or d for d in directories}
+        elsewhere = [d for d in others if (host.canonical(d) or d) not in scanned and host.exists(d)]
         # The library reads no subdirectory: a spec moved into one (or unpacked with its folder) is not read.
         elsewhere += [
             posixpath.join(d, name)
@@ -219,7 +219,7 @@ class _EngineView:
         ]
         self.elsewhere: list[Definition] = []
         if elsewhere:
-            other = read_spec_dirs([host.shown(d) for d in elsewhere], loader)
+            other = read_spec_dirs(elsewhere, bound(load, host), host)
             self.elsewhere = definitions(other, NEWEST)
             self.values.update({document.path: document.value for document in other.documents})
 
@@ -280,14 +280,14 @@ class _EngineView:
         outside = [d for d in self.elsewhere if _matches(pattern, d.name)]
         if outside:
             path = outside[-1].path
-            directory = self._node_path(posixpath.dirname(path))
+            directory = posixpath.dirname(path)
             parent = posixpath.dirname(directory)
             if parent in self.directories:
                 why = f"{directory} is a subdirectory of {parent}, and the CDI library reads no subdirectory"
-                fix = f"move {path} up into {self.host.shown(parent)}"
+                fix = f"move {path} up into {parent}"
             else:
                 why = f"{ENGINE_NAMES[self.engine]} reads specs only from {', '.join(self.directories)}"
-                own = self.host.shown(self.directories[-1]) if self.directories else "/var/run/cdi"
+                own = self.directories[-1] if self.directories else "/var/run/cdi"
                 fix = f"move {path} into {own}, or add {directory} to {SPEC_DIRS_SETTING[self.engine]}"
             return Resolution(
                 pattern,
@@ -314,10 +314,6 @@ class _EngineView:
             defined=nearest,
         )
 
-    def _node_path(self, shown: str) -> str:
-        root = self.host.root.rstrip("/")
-        return shown[len(root) :] if root and shown.startswith(root + "/") else shown
-
 
 def _engines_of(facts: NodeFacts) -> list[str]:
     found = set(facts.releases) | set(facts.cdi_dirs) | set(facts.cdi_off) | set(facts.configs)
@@ -326,7 +322,7 @@ def _engines_of(facts: NodeFacts) -> list[str]:
 
 def resolve(
     host: HostView,
-    loader: Loader,
+    load: FileLoader,
     names: list[str],
     engine: Optional[str] = None,
     release: Optional[str] = None,
@@ -334,7 +330,7 @@ def resolve(
 ) -> list[EngineResolution]:
     """Each name for each engine found (or the one named). Raises NoEngine when there is none, UnknownRelease
     for a release no model covers."""
-    node = discover_node(host, loader, by_hand, (engine, release) if engine and release else None)
+    node = discover_node(host, load, by_hand, (engine, release) if engine and release else None)
     facts = node.facts
     engines = [engine] if engine else _engines_of(facts)
     if not engines:
@@ -354,7 +350,7 @@ def resolve(
             continue
         library = engine_library(key, version) if version else NEWEST
         result = EngineResolution(key, label, library.release, facts.configs.get(key), list(directories), None)
-        view = _view(host, loader, facts, key, library, directories)
+        view = _view(host, load, facts, key, library, directories)
         for name in names:
             result.names.extend(view.resolve(name, label))
         results.append(result)
@@ -366,22 +362,22 @@ def _label(engine: str, version: Optional[str]) -> str:
 
 
 def _view(
-    host: HostView, loader: Loader, facts: NodeFacts, engine: str, library: Library, directories: tuple[str, ...]
+    host: HostView, load: FileLoader, facts: NodeFacts, engine: str, library: Library, directories: tuple[str, ...]
 ) -> _EngineView:
     others = tuple(
         dict.fromkeys([*cdi_reasons.WELL_KNOWN_DIRS, *(d for other in facts.cdi_dirs.values() for d in other)])
     )
-    return _EngineView(host, loader, engine, library, directories, tuple(d for d in others if d not in directories))
+    return _EngineView(host, load, engine, library, directories, tuple(d for d in others if d not in directories))
 
 
 def declared_unresolvable(
-    host: HostView, loader: Loader, by_hand: Optional[ByHand] = None
+    host: HostView, load: FileLoader, by_hand: Optional[ByHand] = None
 ) -> dict[str, list[Resolution]]:
     """For each engine found (by its name: containerd, cri-o, podman), the CDI device names declared in the spec
     files it reads that it cannot resolve (a same-directory conflict dropped them, or its CDI library refuses the
     spec that declares them), each with its reason. An engine with CDI off reads no spec: it has none. A release
     no model covers is judged with the newest library, as lint --node judges it."""
-    facts = discover_node(host, loader, by_hand).facts
+    facts = discover_node(host, load, by_hand).facts
     found: dict[str, list[Resolution]] = {}
     for key in _engines_of(facts):
         if key in facts.cdi_off:
@@ -393,7 +389,7 @@ def declared_unresolvable(
             library = engine_library(key, version) if version else NEWEST
         except UnknownRelease:
             library = NEWEST
-        view = _view(host, loader, facts, key, library, facts.cdi_dirs.get(key, DEFAULT_CDI_SPEC_DIRS))
+        view = _view(host, load, facts, key, library, facts.cdi_dirs.get(key, DEFAULT_CDI_SPEC_DIRS))
         declared = {name for loaded in view.loaded for name in loaded.declared}
         found[ENGINE_NAMES[key]] = [
             view.resolve(name, _label(key, version))[0] for name in sorted(declared - set(view.winners))

@@ -10,7 +10,6 @@ hooks_dir lists) are read from the current configuration and kept, with the miss
 from __future__ import annotations
 
 import difflib
-import glob
 import json
 import os
 import posixpath
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, TextIO
 
 from nvidia_oci_hook import io
+from nvidia_oci_hook.host import HostView
 
 MARKER = "# Written by nvidia-oci-hook configure; nvidia-oci-hook configure --undo removes it."
 LINE_MARKER = "# Added by nvidia-oci-hook configure (--undo removes this line and the next)."
@@ -51,30 +51,25 @@ class FileChange:
     new: Optional[str]  # None: the file is removed
 
 
-def _real(root: str, path: str) -> str:
-    return os.path.join(root, path.lstrip("/"))
-
-
-def _read(root: str, path: str) -> Optional[str]:
-    real = _real(root, path)
-    if not os.path.exists(real):
+def _read(host: HostView, path: str) -> Optional[str]:
+    if not host.exists(path):
         return None
     try:
-        return io.read_bounded(real, 1 << 20).decode("utf-8")
+        return host.read_bytes(path, 1 << 20).decode("utf-8")
     except (io.ReadError, io.TooLarge, UnicodeDecodeError) as exc:
-        raise ConfigureError(f"{real}: cannot read: {exc}") from None
+        raise ConfigureError(f"{path}: cannot read: {exc}") from None
 
 
-def _toml(root: str, path: str) -> dict[str, Any]:
+def _toml(host: HostView, path: str) -> dict[str, Any]:
     from nvidia_oci_hook.formats.tomltext import parse_toml
 
-    text = _read(root, path)
+    text = _read(host, path)
     if text is None:
         return {}
     parsed = parse_toml(text.encode("utf-8"))
     if not parsed.ok or not isinstance(parsed.value, dict):
         reason = parsed.problems[0].message if parsed.problems else "not a table"
-        raise ConfigureError(f"{_real(root, path)}: {reason}; fix it first")
+        raise ConfigureError(f"{path}: {reason}; fix it first")
     return parsed.value
 
 
@@ -96,60 +91,58 @@ def _with(existing: Any, default: list[str], wanted: list[str]) -> list[str]:
     return current + [path for path in wanted if path not in current]
 
 
-def _ours(root: str, path: str) -> bool:
-    text = _read(root, path)
+def _ours(host: HostView, path: str) -> bool:
+    text = _read(host, path)
     return text is not None and text.startswith(MARKER)
 
 
-def _drop_in_files(root: str, directory: str, exclude: str) -> list[str]:
+def _drop_in_files(host: HostView, directory: str, exclude: str) -> list[str]:
     """The drop-ins an engine reads after its main file, ours excluded: lexical order, as cri-o and podman read."""
-    real = _real(root, directory)
-    names = sorted(os.listdir(real)) if os.path.isdir(real) else []
+    names = host.list_dir(directory)
     return [posixpath.join(directory, name) for name in names if posixpath.join(directory, name) != exclude]
 
 
-def _runtime(root: str, engine: str) -> str:
+def _runtime(host: HostView, engine: str) -> str:
     """The wrapper's path as the engine will run it: one that exists. An engine drops a handler whose runtime
     does not (cri-o: `invalid runtime_path`), and every pod asking for it then fails."""
     for path in RUNTIME_CANDIDATES:
-        real = _real(root, path)
-        if os.path.isfile(real) and os.access(real, os.X_OK):
+        if host.is_executable(path):
             return path
-    found = shutil.which("nvidia-oci-runtime") if root == "/" else None
+    found = shutil.which("nvidia-oci-runtime") if not host.rooted else None
     if found is not None:
         return os.path.abspath(found)
-    where = ", ".join(_real(root, path) for path in RUNTIME_CANDIDATES) + (" or PATH" if root == "/" else "")
+    where = ", ".join(RUNTIME_CANDIDATES) + (" or PATH" if not host.rooted else "")
     raise ConfigureError(
         f"no nvidia-oci-runtime in {where}: install the package, or write the launchers with "
         f"python -m nvidia_oci_hook.launcher /usr/local/bin; {engine} would drop a handler whose runtime is missing"
     )
 
 
-def _check_guard(root: str) -> None:
+def _check_guard(host: HostView) -> None:
     """The guard's hooks.d file, where the packages put it, must name a program that exists: the engine runs the
     hook as the file says, and a missing program fails every container."""
     path = posixpath.join(SHARED_HOOKS, GUARD_FILE)
-    text = _read(root, path)
+    text = _read(host, path)
     if text is None:
         return
     try:
         program = json.loads(text).get("hook", {}).get("path")
     except (ValueError, AttributeError):
         return  # lint reports a broken hooks.d file; configure only adds the directory
-    if isinstance(program, str) and program.startswith("/") and not os.path.exists(_real(root, program)):
+    if isinstance(program, str) and program.startswith("/") and not host.exists(program):
         raise ConfigureError(
-            f"{_real(root, path)} runs {program}, which does not exist: reinstall the package, or point hook.path "
+            f"{path} runs {program}, which does not exist: reinstall the package, or point hook.path "
             "at the installed nvidia-oci-hook"
         )
 
 
-def _crio(root: str) -> list[FileChange]:
-    runtime = _runtime(root, "cri-o")
-    _check_guard(root)
+def _crio(host: HostView) -> list[FileChange]:
+    runtime = _runtime(host, "cri-o")
+    _check_guard(host)
     hooks: Any = None
-    for path in ["/etc/crio/crio.conf", *_drop_in_files(root, "/etc/crio/crio.conf.d", CRIO_DROP_IN)]:
-        if os.path.isfile(_real(root, path)):
-            found = _get(_toml(root, path), "crio", "runtime", "hooks_dir")
+    for path in ["/etc/crio/crio.conf", *_drop_in_files(host, "/etc/crio/crio.conf.d", CRIO_DROP_IN)]:
+        if host.is_file(path):
+            found = _get(_toml(host, path), "crio", "runtime", "hooks_dir")
             hooks = found if found is not None else hooks
     hooks_dir = _with(hooks, [SHARED_HOOKS], [SHARED_HOOKS, ADMIN_HOOKS])
     text = (
@@ -163,18 +156,18 @@ def _crio(root: str) -> list[FileChange]:
         'runtime_type = "oci"\n'
         f'runtime_root = "/run/{HANDLER}-oci-runtime"\n'
     )
-    return [FileChange(CRIO_DROP_IN, _read(root, CRIO_DROP_IN), text)]
+    return [FileChange(CRIO_DROP_IN, _read(host, CRIO_DROP_IN), text)]
 
 
-def _podman(root: str) -> list[FileChange]:
-    runtime = _runtime(root, "podman")
-    _check_guard(root)
+def _podman(host: HostView) -> list[FileChange]:
+    runtime = _runtime(host, "podman")
+    _check_guard(host)
     hooks: Any = None
     paths = ["/usr/share/containers/containers.conf", "/etc/containers/containers.conf"]
-    paths += _drop_in_files(root, "/etc/containers/containers.conf.d", PODMAN_DROP_IN)
+    paths += _drop_in_files(host, "/etc/containers/containers.conf.d", PODMAN_DROP_IN)
     for path in paths:
-        if os.path.isfile(_real(root, path)):
-            found = _get(_toml(root, path), "engine", "hooks_dir")
+        if host.is_file(path):
+            found = _get(_toml(host, path), "engine", "hooks_dir")
             hooks = found if found is not None else hooks
     hooks_dir = _with(hooks, [SHARED_HOOKS], [SHARED_HOOKS, PRECREATE_HOOKS])
     text = (
@@ -186,18 +179,17 @@ def _podman(root: str) -> list[FileChange]:
         "[engine.runtimes]\n"
         f'{HANDLER} = ["{runtime}"]\n'
     )
-    return [FileChange(PODMAN_DROP_IN, _read(root, PODMAN_DROP_IN), text)]
+    return [FileChange(PODMAN_DROP_IN, _read(host, PODMAN_DROP_IN), text)]
 
 
-def _containerd(root: str) -> list[FileChange]:
-    runtime_program = _runtime(root, "containerd")
-    main_text = _read(root, CONTAINERD_CONFIG)
+def _containerd(host: HostView) -> list[FileChange]:
+    runtime_program = _runtime(host, "containerd")
+    main_text = _read(host, CONTAINERD_CONFIG)
     if main_text is None:
         raise ConfigureError(
-            f"{_real(root, CONTAINERD_CONFIG)} does not exist: write it first (containerd config default > "
-            f"{CONTAINERD_CONFIG})"
+            f"{CONTAINERD_CONFIG} does not exist: write it first (containerd config default > {CONTAINERD_CONFIG})"
         )
-    config = _toml(root, CONTAINERD_CONFIG)
+    config = _toml(host, CONTAINERD_CONFIG)
     version = config.get("version", 1)
     if version == 2:
         cri = 'plugins."io.containerd.grpc.v1.cri"'
@@ -207,7 +199,7 @@ def _containerd(root: str) -> list[FileChange]:
         runc = _get(config, "plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "runc", "options")
     else:
         raise ConfigureError(
-            f"{_real(root, CONTAINERD_CONFIG)} is config version {version}: migrate it first (containerd config "
+            f"{CONTAINERD_CONFIG} is config version {version}: migrate it first (containerd config "
             "migrate), imports need version 2 or 3"
         )
     systemd = _get(runc, "SystemdCgroup") if isinstance(runc, dict) else None
@@ -224,16 +216,17 @@ def _containerd(root: str) -> list[FileChange]:
         f'BinaryName = "{runtime_program}"\n'
         + (f"SystemdCgroup = {'true' if systemd else 'false'}\n" if systemd is not None else "")
     )
-    changes = [FileChange(CONTAINERD_DROP_IN, _read(root, CONTAINERD_DROP_IN), drop_in)]
+    changes = [FileChange(CONTAINERD_DROP_IN, _read(host, CONTAINERD_DROP_IN), drop_in)]
     imports = config.get("imports")
     covered = isinstance(imports, list) and any(
-        isinstance(pattern, str) and _real(root, CONTAINERD_DROP_IN) in glob.glob(_real(root, pattern))
+        isinstance(pattern, str)
+        and CONTAINERD_DROP_IN in host.glob(posixpath.join(posixpath.dirname(CONTAINERD_CONFIG), pattern))
         for pattern in imports
     )
     if not covered:
         if imports is not None:
             raise ConfigureError(
-                f"{_real(root, CONTAINERD_CONFIG)} has imports = {imports!r}, which do not include "
+                f"{CONTAINERD_CONFIG} has imports = {imports!r}, which do not include "
                 f"{CONTAINERD_DROP_IN}: add it to that list by hand"
             )
         changes.append(FileChange(CONTAINERD_CONFIG, main_text, _add_imports(main_text)))
@@ -268,22 +261,22 @@ def _remove_added_lines(text: str) -> str:
     return "".join(kept)
 
 
-def plan(engine: str, root: str, undo: bool) -> list[FileChange]:
+def plan(engine: str, host: HostView, undo: bool) -> list[FileChange]:
     """What configure would change; only files whose content changes."""
     if engine not in ENGINES:
         raise ConfigureError(f"unknown engine {engine!r} (crio, containerd, podman)")
     if undo:
         drop_in = DROP_INS[engine]
-        changes = [FileChange(drop_in, _read(root, drop_in), None)] if _ours(root, drop_in) else []
+        changes = [FileChange(drop_in, _read(host, drop_in), None)] if _ours(host, drop_in) else []
         if engine == "containerd":
-            text = _read(root, CONTAINERD_CONFIG)
+            text = _read(host, CONTAINERD_CONFIG)
             if text is not None and LINE_MARKER in text:
                 changes.append(FileChange(CONTAINERD_CONFIG, text, _remove_added_lines(text)))
         return changes
-    changes = {"crio": _crio, "podman": _podman, "containerd": _containerd}[engine](root)
+    changes = {"crio": _crio, "podman": _podman, "containerd": _containerd}[engine](host)
     for change in changes:
         if change.path in DROP_INS.values() and change.old is not None and not change.old.startswith(MARKER):
-            raise ConfigureError(f"{_real(root, change.path)} exists and was not written by configure; move it")
+            raise ConfigureError(f"{change.path} exists and was not written by configure; move it")
     return [change for change in changes if change.old != change.new]
 
 
@@ -295,19 +288,19 @@ def diff(change: FileChange) -> str:
     return "".join(difflib.unified_diff(before, after, old_name, new_name))
 
 
-def apply(root: str, changes: list[FileChange]) -> None:
+def apply(host: HostView, changes: list[FileChange]) -> None:
     for change in changes:
-        real = _real(root, change.path)
         if change.new is None:
-            os.unlink(real)
+            host.unlink(change.path)
             continue
-        os.makedirs(os.path.dirname(real), exist_ok=True)
-        io.write_atomic(real, change.new.encode("utf-8"))
+        host.makedirs(posixpath.dirname(change.path))
+        host.write_atomic(change.path, change.new.encode("utf-8"))
 
 
 def run(engine: str, root: str, dry_run: bool, undo: bool, out: Optional[TextIO] = None) -> int:
     out = out or sys.stdout
-    changes = plan(engine, root, undo)
+    host = HostView(root)
+    changes = plan(engine, host, undo)
     if not changes:
         out.write(f"{engine}: nothing to {'undo' if undo else 'change'}\n")
         return 0
@@ -315,11 +308,13 @@ def run(engine: str, root: str, dry_run: bool, undo: bool, out: Optional[TextIO]
         if dry_run:
             out.write(diff(change))
     if not dry_run:
-        apply(root, changes)
+        apply(host, changes)
     verb = "would" if dry_run else "did"
     for change in changes:
         action = "remove" if change.new is None else "write" if change.old is None else "edit"
-        out.write(f"{engine}: {verb} {action} {_real(root, change.path)}\n")
+        out.write(f"{engine}: {verb} {action} {change.path}\n")
     if not dry_run and not undo:
         out.write(f"{engine}: restart it to take effect; the runtime handler is '{HANDLER}'\n")
+    if host.rooted:
+        out.write(f"{engine}: the node read under {root}; every path above is the node's own\n")
     return 0

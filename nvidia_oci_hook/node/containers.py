@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -131,27 +132,29 @@ def _alive(pid: int) -> bool:
     return pid > 0 and os.path.exists(f"/proc/{pid}")
 
 
-def _read_json(path: str) -> Any:
+def _read_json(host: HostView, path: str) -> Any:
+    raw = host.read_prefix(path, 16 << 20)
+    if raw is None:
+        return None
     try:
-        with open(path, "rb") as handle:
-            return json.loads(handle.read(16 << 20))
-    except (OSError, ValueError):
+        return json.loads(raw)
+    except ValueError:
         return None
 
 
 def _spec(host: HostView, bundle: Optional[str]) -> Optional[dict[str, Any]]:
-    if not bundle:
+    if not bundle or not bundle.startswith("/"):
         return None
-    value = _read_json(host.shown(os.path.join(bundle, "config.json")))
+    value = _read_json(host, posixpath.join(bundle, "config.json"))
     return value if isinstance(value, dict) else None
 
 
 def _runc_container(host: HostView, state_path: str) -> Optional[RunningContainer]:
-    state = _read_json(host.shown(state_path))
+    state = _read_json(host, state_path)
     if not isinstance(state, dict):
         return None
     pid = state.get("init_process_pid")
-    if not isinstance(pid, int) or (host.root == "/" and not _alive(pid)):
+    if not isinstance(pid, int) or (not host.rooted and not _alive(pid)):
         return None
     config: dict[str, Any] = state["config"] if isinstance(state.get("config"), dict) else {}
     labels: list[Any] = config["labels"] if isinstance(config.get("labels"), list) else []
@@ -165,7 +168,7 @@ def _runc_container(host: HostView, state_path: str) -> Optional[RunningContaine
     return RunningContainer(
         str(state.get("id") or os.path.basename(os.path.dirname(state_path))),
         "runc",
-        host.shown(state_path),
+        state_path,
         pid,
         bundle,
         _spec(host, bundle),
@@ -176,11 +179,11 @@ def _runc_container(host: HostView, state_path: str) -> Optional[RunningContaine
 
 
 def _crun_container(host: HostView, status_path: str) -> Optional[RunningContainer]:
-    status = _read_json(host.shown(status_path))
+    status = _read_json(host, status_path)
     if not isinstance(status, dict):
         return None
     pid = status.get("pid")
-    if not isinstance(pid, int) or (host.root == "/" and not _alive(pid)):
+    if not isinstance(pid, int) or (not host.rooted and not _alive(pid)):
         return None
     bundle = status.get("bundle") if isinstance(status.get("bundle"), str) else None
     cgroup = status.get("cgroup-path") if isinstance(status.get("cgroup-path"), str) else None
@@ -190,7 +193,7 @@ def _crun_container(host: HostView, status_path: str) -> Optional[RunningContain
     return RunningContainer(
         os.path.basename(os.path.dirname(status_path)),
         "crun",
-        host.shown(status_path),
+        status_path,
         pid,
         bundle,
         _spec(host, bundle),
@@ -231,9 +234,7 @@ def state_roots(host: HostView, extra: tuple[str, ...] = ()) -> list[tuple[str, 
     named, containerd_named = configured_roots(host)
     plain = list(dict.fromkeys((*RUNC_ROOTS, *CRUN_ROOTS, *named, *extra)))
     for parent in (CONTAINERD_RUNC_ROOT, *containerd_named):
-        directory = host.shown(parent)
-        if os.path.isdir(directory):
-            plain += [os.path.join(parent, namespace) for namespace in sorted(os.listdir(directory))]
+        plain += [posixpath.join(parent, namespace) for namespace in host.list_dir(parent)]
     return [(runtime, root) for root in dict.fromkeys(plain) for runtime in ("runc", "crun")]
 
 
@@ -242,12 +243,9 @@ def running_containers(host: HostView, extra_roots: tuple[str, ...] = ()) -> lis
     found: list[RunningContainer] = []
     seen: set[str] = set()
     for runtime, root in state_roots(host, extra_roots):
-        directory = host.shown(root)
-        if not os.path.isdir(directory):
-            continue
-        for name in sorted(os.listdir(directory)):
-            state_file = os.path.join(root, name, "state.json" if runtime == "runc" else "status")
-            if not os.path.isfile(host.shown(state_file)):
+        for name in host.list_dir(root):
+            state_file = posixpath.join(root, name, "state.json" if runtime == "runc" else "status")
+            if not host.is_file(state_file):
                 continue
             container = (_runc_container if runtime == "runc" else _crun_container)(host, state_file)
             if container is not None and container.state_path not in seen:
@@ -276,7 +274,7 @@ def device_access(host: HostView, containers: list[RunningContainer]) -> list[Ac
         if not given:
             continue
         if container.devices_cgroup is None:
-            if container.cgroup_v2 and host.root == "/":
+            if container.cgroup_v2 and not host.rooted:
                 results.append(_probed(container, given))
             else:
                 results.append(Access(container, given, [], False, "no cgroup v1 devices controller for it"))

@@ -9,7 +9,8 @@ same device as the driver root's own, CDI specs moved to the driver root that ho
 
 from __future__ import annotations
 
-import os
+import contextlib
+import errno
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -78,9 +79,8 @@ def _dev(root: Optional[str]) -> str:
 
 def _unlink(host: HostView, path: str) -> Callable[[], None]:
     def perform() -> None:
-        parent = host.real_path(posixpath.dirname(path))
-        if parent is not None:
-            os.unlink(os.path.join(parent, posixpath.basename(path)))
+        with contextlib.suppress(FileNotFoundError):  # gone already: what the repair wanted
+            host.unlink(path)
 
     return perform
 
@@ -133,10 +133,10 @@ def markers_check(host: HostView, answer: DriverRootAnswer) -> Check:
         "validation-markers",
         ERROR,
         problems[0].message,
-        [f"{host.shown(p.marker)}: {p.kind}" + ("" if p is problems[0] else f": {p.message}") for p in problems] + note,
-        f"rm -f {' '.join(host.shown(m) for m in markers)}, then delete the nvidia-operator-validator and "
+        [f"{p.marker}: {p.kind}" + ("" if p is problems[0] else f": {p.message}") for p in problems] + note,
+        f"rm -f {' '.join(markers)}, then delete the nvidia-operator-validator and "
         "device-plugin pods so that they validate again",
-        [Repair(f"remove {host.shown(marker)}", _unlink(host, marker)) for marker in markers],
+        [Repair(f"remove {marker}", _unlink(host, marker)) for marker in markers],
         counts={"markers": len(markers)},
     )
 
@@ -184,11 +184,11 @@ def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settin
     repairs = []
     for path in strays:
         identity = host.link_identity(path)
-        line = f"{host.shown(path)} ({identity.describe() if identity else '?'})"
+        line = f"{path} ({identity.describe() if identity else '?'})"
         if duplicates_driver_node(host, dev_root, path):
             line += f": the same device as {dev_root}{path}"
             if proven:
-                repairs.append(Repair(f"remove {host.shown(path)}", _unlink(host, path)))
+                repairs.append(Repair(f"remove {path}", _unlink(host, path)))
         else:
             line += f": not the same device as {dev_root}{path}, left alone"
         for mapping in mappings.get(path, []):
@@ -201,7 +201,7 @@ def stray_nodes_check(host: HostView, answer: DriverRootAnswer, settings: Settin
         f"{_dev(dev_root)}{'' if proven else ' (driver user space not found)'}: cri-o refuses privileged GPU "
         f"containers ('{CRIO_COLLISION_ERROR}')",
         evidence,
-        f"rm {' '.join(host.shown(p) for p in strays)} with no GPU pod running; stop NVML from creating them "
+        f"rm {' '.join(strays)} with no GPU pod running; stop NVML from creating them "
         "(ModifyDeviceFiles=0, or do not mount the host's /dev into GPU pods)",
         repairs,
         counts={"stray_nodes": len(strays)},
@@ -223,7 +223,7 @@ def modify_device_files_check(host: HostView, answer: DriverRootAnswer) -> Check
         WARNING,
         f"ModifyDeviceFiles: 1 while the driver lives under {answer.root}: NVML called in a pod that mounts the "
         "host's /dev creates /dev/nvidia* on the host",
-        [f"{host.shown(PARAMS)}: ModifyDeviceFiles: 1"],
+        [f"{PARAMS}: ModifyDeviceFiles: 1"],
         "load the module with NVreg_ModifyDeviceFiles=0 (the driver container's kernel module parameters), and do "
         "not mount the host's /dev into GPU pods",
     )
@@ -231,9 +231,9 @@ def modify_device_files_check(host: HostView, answer: DriverRootAnswer) -> Check
 
 def _link(host: HostView, link: str, node: str) -> Callable[[], None]:
     def perform() -> None:
-        os.makedirs(host.shown(posixpath.dirname(link)), exist_ok=True)
+        host.makedirs(posixpath.dirname(link))
         # Relative, as udev makes them: the link stays right when the node's root is seen from elsewhere.
-        os.symlink(posixpath.relpath(node, posixpath.dirname(link)), host.shown(link))
+        host.symlink(posixpath.relpath(node, posixpath.dirname(link)), link)
 
     return perform
 
@@ -255,7 +255,7 @@ def dev_char_check(host: HostView, answer: DriverRootAnswer) -> Check:
         link = f"/dev/char/{identity.major}:{identity.minor}"
         if host.link_identity(link) is None:
             missing.append(f"{link} for {node}")
-            if not os.path.lexists(host.shown(link)):  # a link to something else is not ours to replace
+            if not host.lexists(link):  # a link to something else is not ours to replace
                 repairs.append(Repair(f"link {link} to {node}", _link(host, link, node)))
     if not missing:
         return Check("dev-char-links", OK, "every NVIDIA node has its /dev/char link")
@@ -273,8 +273,8 @@ def dev_char_check(host: HostView, answer: DriverRootAnswer) -> Check:
 def nvml_check(host: HostView, answer: DriverRootAnswer, settings: Settings, library: Optional[str]) -> Check:
     # NVML may create /dev/nvidia* here; they are removed again where they do not belong (driver root not /).
     view = read_nvml(host, remove_created=answer.root not in (None, "/"), library=library)
-    created = [f"NVML created {host.shown(path)}" for path in view.created_nodes]
-    created += [f"removed {host.shown(path)} again" for path in view.removed_nodes]
+    created = [f"NVML created {path}" for path in view.created_nodes]
+    created += [f"removed {path} again" for path in view.removed_nodes]
     if not view.available:
         return Check("nvml", UNKNOWN, f"NVML not read: {view.reason}", created)
     evidence = [f"driver {view.driver_version}"] + [
@@ -320,14 +320,14 @@ def cdi_specs_check(host: HostView, settings: Settings) -> Check:
     from nvidia_oci_hook.node.cdi_reconcile.plans import plan_spec_dirs, write_plans
 
     plans = plan_spec_dirs(host, settings.cdi_spec_dirs, settings.driver_roots)
-    changes = [f"{host.shown(plan.path)}: {change}" for plan in plans for change in plan.changes]
-    problems = [f"{host.shown(plan.path)}: {problem}" for plan in plans for problem in plan.problems]
+    changes = [f"{plan.path}: {change}" for plan in plans for change in plan.changes]
+    problems = [f"{plan.path}: {problem}" for plan in plans for problem in plan.problems]
     fixable = [plan for plan in plans if plan.new_text is not None]
     counts = {"unreconciled_specs": sum(bool(plan.changes or plan.problems) for plan in plans)}
     if not changes and not problems:
         return Check("cdi-specs", OK, f"{len(plans)} CDI spec file(s) match this node's driver root", counts=counts)
     repairs = [
-        Repair(f"rewrite {host.shown(plan.path)} ({len(plan.changes)} change(s))", _writer(host, plan, write_plans))
+        Repair(f"rewrite {plan.path} ({len(plan.changes)} change(s))", _writer(host, plan, write_plans))
         for plan in fixable
     ]
     first = (problems or changes)[0]
@@ -346,14 +346,34 @@ def _writer(host: HostView, plan: Any, write_plans: Callable[[HostView, list[Any
     return lambda: write_plans(host, [plan])
 
 
-def _allow(path: str, rules: list[str]) -> Callable[[], None]:
+def _allow(host: HostView, cgroup: str, rules: list[str]) -> Callable[[], None]:
     def perform() -> None:
+        target = allow_file(host, cgroup)
         # The devices controller takes one rule per write.
         for rule in rules:
-            with open(path, "w", encoding="ascii") as handle:
-                handle.write(rule + "\n")
+            host.write_existing(target, (rule + "\n").encode("ascii"))
 
     return perform
+
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+class NotACgroup(OSError):
+    """A state file names a cgroup that is not a device cgroup under the node's /sys/fs/cgroup: the repair is
+    refused, and says why as any failed repair does (its strerror)."""
+
+
+def allow_file(host: HostView, cgroup: str) -> str:
+    """The devices.allow of a container's own device cgroup: the path from its state file, resolved inside the
+    host root, must be a directory below /sys/fs/cgroup holding devices.allow, or nothing is written."""
+    canonical = host.canonical(cgroup)
+    if canonical is None or not canonical.startswith(CGROUP_ROOT + "/") or not host.is_dir(canonical):
+        raise NotACgroup(errno.EPERM, f"{cgroup} is not a cgroup directory under {CGROUP_ROOT}")
+    target = posixpath.join(canonical, "devices.allow")
+    if not host.is_file(target):
+        raise NotACgroup(errno.EPERM, f"{canonical} has no devices.allow (not a cgroup v1 device cgroup)")
+    return target
 
 
 def gpu_access_check(host: HostView, restore: bool = False, runtime_roots: tuple[str, ...] = ()) -> Check:
@@ -397,7 +417,7 @@ def gpu_access_check(host: HostView, restore: bool = False, runtime_roots: tuple
             repairs.append(
                 Repair(
                     f"re-allow {', '.join(rules)} for {access.container.name} (the spec's own rules)",
-                    _allow(host.shown(f"{cgroup}/devices.allow"), rules),
+                    _allow(host, cgroup, rules),
                 )
             )
     names = [access.container.name for access in lost]
@@ -442,7 +462,7 @@ def engines_check(host: HostView) -> Check:
     engine-configs check below, judge the spec directories with them)."""
     from nvidia_oci_hook.kinds.cdi.releases import UnknownRelease, engine_library
     from nvidia_oci_hook.node.engines import engine_releases
-    from nvidia_oci_hook.node.locations import find_locations, view_of
+    from nvidia_oci_hook.node.locations import find_locations
 
     locations = find_locations(host)
     releases, _ = engine_releases(host, locations)
@@ -460,9 +480,7 @@ def engines_check(host: HostView) -> Check:
     evidence = []
     for chosen in (locations.containerd, locations.crio):
         if chosen is not None and chosen.engine in releases and (chosen.daemon or chosen.distribution):
-            evidence.append(
-                f"{releases[chosen.engine].name} reads {view_of(host, chosen).shown(chosen.path)}: {chosen.source}"
-            )
+            evidence.append(f"{releases[chosen.engine].name} reads {chosen.path}: {chosen.source}")
     unknown = []
     for release in found:
         if release.version is None:
@@ -495,7 +513,7 @@ def _unresolvable_names(host: HostView) -> dict[str, list[Any]]:
     from nvidia_oci_hook.node.cdi_resolve import declared_unresolvable
 
     options = LintOptions(host_root=host.root)
-    return declared_unresolvable(host, lambda path, kind: load_file(path, kind, options))
+    return declared_unresolvable(host, lambda path, kind, files: load_file(path, kind, options, files))
 
 
 def _unresolvable_line(engine: str, names: list[Any]) -> str:
@@ -567,7 +585,8 @@ def overall(checks: Sequence[Check]) -> str:
     return ERROR if ERROR in statuses else WARNING if WARNING in statuses else OK
 
 
-def render_text(checks: Sequence[Check]) -> str:
+def render_text(checks: Sequence[Check], node_root: str = "") -> str:
+    """node_root: where the node was read, when not at /; the paths in the checks are the node's own."""
     lines = []
     for check in ordered(checks):
         lines.append(f"[{check.status}] {check.name}: {check.summary}")
@@ -576,7 +595,9 @@ def render_text(checks: Sequence[Check]) -> str:
             lines.append(f"    fix: {check.fix}")
     counts = {status: sum(check.status == status for check in checks) for status in (ERROR, WARNING, UNKNOWN, OK)}
     lines.append(
-        ", ".join(f"{count} {status}" for status, count in counts.items() if count) + f" in {len(checks)} checks"
+        ", ".join(f"{count} {status}" for status, count in counts.items() if count)
+        + f" in {len(checks)} checks"
+        + (f" (the node read under {node_root}; every path above is the node's own)" if node_root else "")
     )
     return "\n".join(lines) + "\n"
 

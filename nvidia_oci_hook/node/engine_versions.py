@@ -96,11 +96,20 @@ def _rpm_header_fields(blob: bytes) -> dict[int, str]:
     return found
 
 
-def _rpm_installed(path: str) -> dict[str, str]:
-    """Package name -> version from an rpmdb.sqlite, opened read-only and never written (rpm keeps it in WAL)."""
+def _rpm_installed(host: HostView, path: str) -> dict[str, str]:
+    """Package name -> version from an rpmdb.sqlite, opened read-only and never written (rpm keeps it in WAL).
+
+    The file is opened through the host view and SQLite reads it by the descriptor's /proc/self/fd name, so no
+    link of the node is followed here."""
+    from nvidia_oci_hook.io import ReadError
+
     installed: dict[str, str] = {}
     try:
-        connection = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+        fd = host.open_read(path)
+    except ReadError:
+        return {}
+    try:
+        connection = sqlite3.connect(f"file:/proc/self/fd/{fd}?immutable=1", uri=True)
         try:
             for (blob,) in connection.execute("SELECT blob FROM Packages"):
                 if isinstance(blob, bytes):
@@ -111,6 +120,8 @@ def _rpm_installed(path: str) -> dict[str, str]:
             connection.close()
     except sqlite3.Error:
         return {}
+    finally:
+        os.close(fd)
     return installed
 
 
@@ -166,12 +177,10 @@ def _bdb_values(data: bytes) -> list[bytes]:
     return values
 
 
-def _rpm_bdb_installed(path: str) -> dict[str, str]:
+def _rpm_bdb_installed(host: HostView, path: str) -> dict[str, str]:
     """Package name -> version from a Berkeley DB Packages file, whose values are rpm headers."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(1 << 30)
-    except OSError:
+    data = host.read_prefix(path, 1 << 30)
+    if data is None:
         return {}
     installed: dict[str, str] = {}
     for value in _bdb_values(data):
@@ -184,7 +193,7 @@ def _rpm_bdb_installed(path: str) -> dict[str, str]:
 def _from_binary(host: HostView, engine: str) -> Optional[EngineRelease]:
     """The engine's release from its binary's --version; only on the node itself (a binary under another host
     root may not run here, and must not be run)."""
-    if host.root != "/":
+    if host.rooted:
         return None
     for directory in BINARY_DIRS:
         path = os.path.join(directory, BINARIES[engine])
@@ -219,23 +228,20 @@ def parse_version_output(engine: str, output: str) -> Optional[str]:
 
 
 def installed_packages(host: HostView) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]]]:
-    """Package name -> (version, the database it was read from, as shown) from the dpkg and rpm databases under
+    """Package name -> (version, the database it was read from) from the dpkg and rpm databases under
     the host root, and (place, what) for the report's list of places looked at."""
     looked: list[tuple[str, str]] = []
     packages: dict[str, tuple[str, str]] = {}
     dpkg_text = host.read_text(DPKG_STATUS, limit=64 << 20)
     if dpkg_text is not None:
-        shown = host.shown(DPKG_STATUS)
-        packages.update({name: (version, shown) for name, version in _dpkg_installed(dpkg_text).items()})
-    looked.append((host.shown(DPKG_STATUS), "dpkg status" if dpkg_text is not None else "not present"))
+        packages.update({name: (version, DPKG_STATUS) for name, version in _dpkg_installed(dpkg_text).items()})
+    looked.append((DPKG_STATUS, "dpkg status" if dpkg_text is not None else "not present"))
     for database in RPM_DATABASES:
-        real = host.real_path(database)
-        if real is not None and os.path.isfile(real):
-            rpm = _rpm_bdb_installed(real) if database.endswith("/Packages") else _rpm_installed(real)
-            shown = host.shown(database)
-            for name, version in rpm.items():
-                packages.setdefault(name, (version, shown))
-            looked.append((shown, "rpm database"))
+        if host.is_file(database):
+            read = _rpm_bdb_installed if database.endswith("/Packages") else _rpm_installed
+            for name, version in read(host, database).items():
+                packages.setdefault(name, (version, database))
+            looked.append((database, "rpm database"))
             break
     return packages, looked
 

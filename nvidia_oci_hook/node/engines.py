@@ -17,7 +17,7 @@ from nvidia_oci_hook.kinds.cdi.releases import (
     engine_library,
     version_key,
 )
-from nvidia_oci_hook.kinds.collection import NODE, Collection, Loader, Skipped, directory_kinds
+from nvidia_oci_hook.kinds.collection import NODE, Collection, FileLoader, Skipped, bound, directory_kinds
 from nvidia_oci_hook.node.engine_versions import EngineRelease, installed_engines
 from nvidia_oci_hook.node.locations import ByHand, ConfigInEffect, Locations, find_locations, view_of
 
@@ -43,7 +43,7 @@ class NodeFacts:
     releases: dict[str, EngineRelease] = field(default_factory=dict)  # engine key -> the release found
     # engine key -> why it resolves no CDI device at all (containerd 1.6, enable_cdi off)
     cdi_off: dict[str, str] = field(default_factory=dict)
-    configs: dict[str, str] = field(default_factory=dict)  # engine key -> its configuration file, as shown
+    configs: dict[str, str] = field(default_factory=dict)  # engine key -> its configuration file (node path)
 
 
 @dataclass
@@ -89,7 +89,7 @@ def containerd_in_effect(host: HostView) -> Optional[dict[str, Any]]:
     if not host.exists(path):
         return None
     options = LintOptions(host_root=host.root)
-    collection = read_containerd_config(host.shown(path), lambda file, kind: load_file(file, kind, options), host.root)
+    collection = read_containerd_config(path, lambda file, kind: load_file(file, kind, options, host), host)
     return effective_config(collection, _series(None, collection.root_version))
 
 
@@ -101,10 +101,11 @@ def _directory_kind(member_kind: str) -> Any:
 
 
 def discover_node(
-    host: HostView, loader: Loader, by_hand: Optional[ByHand] = None, release: Optional[tuple[str, str]] = None
+    host: HostView, load: FileLoader, by_hand: Optional[ByHand] = None, release: Optional[tuple[str, str]] = None
 ) -> NodeCollection:
-    """Every engine configuration, hooks directory and CDI spec directory under the host root; configuration
-    files named by hand are read where they are; release, (engine, version), overrides the one found."""
+    """Every engine configuration, hooks directory and CDI spec directory under the host root, each named as the
+    node names it; configuration files named by hand are read where they are; release, (engine, version),
+    overrides the one found."""
     locations = find_locations(host, by_hand or ByHand())
     facts = NodeFacts()
     node = NodeCollection(NODE, [host.root], locations=locations, facts=facts)
@@ -115,16 +116,16 @@ def discover_node(
     node.looked.extend(locations.looked)
     for found_release in facts.releases.values():
         node.looked.append((found_release.source, _release_note(found_release)))
-    _read_crio(host, loader, node, facts, locations.crio)
-    _read_containerd(host, loader, node, facts, locations.containerd)
-    _read_podman(host, loader, node, facts)
-    _read_hooks(host, loader, node, facts)
-    _read_cdi(host, loader, node, facts)
+    _read_crio(host, load, node, facts, locations.crio)
+    _read_containerd(host, load, node, facts, locations.containerd)
+    _read_podman(host, node, facts)
+    _read_hooks(host, load, node, facts)
+    _read_cdi(host, load, node, facts)
     for engine in facts.cdi_dirs:
         if engine not in facts.releases:
             node.looked.append(
                 (
-                    host.shown(ENGINE_CONFIGS[engine]),
+                    ENGINE_CONFIGS[engine],
                     f"{ENGINE_NAMES[engine]}, release not found: its CDI specs are judged with CDI library "
                     f"{NEWEST.release}",
                 )
@@ -132,8 +133,8 @@ def discover_node(
     return node
 
 
-def _missing(host: HostView, node: Collection, path: str, why: str) -> None:
-    node.skipped.append(Skipped(host.shown(path), why))
+def _missing(node: Collection, path: str, why: str) -> None:
+    node.skipped.append(Skipped(path, why))
 
 
 def engine_releases(
@@ -149,27 +150,27 @@ def engine_releases(
     return releases, looked
 
 
-def _in_effect(node: Collection, view: HostView, chosen: ConfigInEffect) -> None:
+def _in_effect(node: Collection, chosen: ConfigInEffect) -> None:
     if chosen.by_hand or chosen.daemon is not None or chosen.distribution is not None:
-        node.looked.append((view.shown(chosen.path), f"in effect for {ENGINE_NAMES[chosen.engine]}: {chosen.source}"))
+        node.looked.append((chosen.path, f"in effect for {ENGINE_NAMES[chosen.engine]}: {chosen.source}"))
 
 
 def _read_crio(
-    host: HostView, loader: Loader, node: Collection, facts: NodeFacts, chosen: Optional[ConfigInEffect]
+    host: HostView, load: FileLoader, node: Collection, facts: NodeFacts, chosen: Optional[ConfigInEffect]
 ) -> None:
     chosen = chosen or ConfigInEffect("crio", CRIO_MAIN, "cri-o's default", CRIO_DROPINS)
     view = view_of(host, chosen)
     directory = chosen.directory or CRIO_DROPINS
     if not view.exists(chosen.path) and not view.exists(directory):
-        node.skipped.append(Skipped(view.shown(chosen.path), "not present: cri-o is not configured here"))
+        node.skipped.append(Skipped(chosen.path, "not present: cri-o is not configured here"))
         if "crio" in facts.releases:
             facts.cdi_dirs["crio"] = DEFAULT_CDI_SPEC_DIRS  # installed, on its defaults
         return
     from nvidia_oci_hook.kinds.crio.reading import effective_config, read_crio_config
 
-    _in_effect(node, view, chosen)
-    facts.configs["crio"] = view.shown(chosen.path)
-    collection: Collection = read_crio_config(view.shown(chosen.path), view.shown(directory), loader)
+    _in_effect(node, chosen)
+    facts.configs["crio"] = chosen.path
+    collection: Collection = read_crio_config(chosen.path, directory, bound(load, view), view)
     node.parts.append(collection)
     effective = effective_config(collection)
     runtime = dig(effective, "crio", "runtime")
@@ -178,15 +179,13 @@ def _read_crio(
 
 
 def _read_containerd(
-    host: HostView, loader: Loader, node: Collection, facts: NodeFacts, chosen: Optional[ConfigInEffect]
+    host: HostView, load: FileLoader, node: Collection, facts: NodeFacts, chosen: Optional[ConfigInEffect]
 ) -> None:
     chosen = chosen or ConfigInEffect("containerd", CONTAINERD_CONFIG, "containerd's default")
     view = view_of(host, chosen)
     release = facts.releases.get("containerd")
     if not view.exists(chosen.path):
-        node.skipped.append(
-            Skipped(view.shown(chosen.path), "not present: containerd runs on its defaults, or is not here")
-        )
+        node.skipped.append(Skipped(chosen.path, "not present: containerd runs on its defaults, or is not here"))
         if release is not None:
             off = _containerd_cdi_off({}, release, f"{release.label} on its defaults")
             if off is None:
@@ -197,12 +196,12 @@ def _read_containerd(
     import nvidia_oci_hook.kinds.containerd.config as containerd
     from nvidia_oci_hook.kinds.containerd.reading import effective_config, read_containerd_config
 
-    _in_effect(node, view, chosen)
-    facts.configs["containerd"] = view.shown(chosen.path)
-    collection = read_containerd_config(view.shown(chosen.path), loader, view.root)
+    _in_effect(node, chosen)
+    facts.configs["containerd"] = chosen.path
+    collection = read_containerd_config(chosen.path, bound(load, view), view)
     node.parts.append(collection)
     value = effective_config(collection, _series(release, collection.root_version))
-    off = _containerd_cdi_off(containerd.ContainerdConfig(value).cri or {}, release, view.shown(chosen.path))
+    off = _containerd_cdi_off(containerd.ContainerdConfig(value).cri or {}, release, chosen.path)
     if off is None:
         facts.cdi_dirs["containerd"] = containerd.cdi_spec_dirs(value) or DEFAULT_CDI_SPEC_DIRS
     else:
@@ -232,7 +231,7 @@ def _containerd_cdi_off(cri: Any, release: Optional[EngineRelease], where: str) 
     return None
 
 
-def _read_podman(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
+def _read_podman(host: HostView, node: Collection, facts: NodeFacts) -> None:
     configured: Optional[tuple[str, ...]] = None
     cdi_dirs: Optional[tuple[str, ...]] = None
     text = host.read_text(CONTAINERS_CONF)
@@ -245,7 +244,7 @@ def _read_podman(host: HostView, loader: Loader, node: Collection, facts: NodeFa
         facts.cdi_dirs["podman"] = cdi_dirs or DEFAULT_CDI_SPEC_DIRS
 
 
-def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
+def _read_hooks(host: HostView, load: FileLoader, node: Collection, facts: NodeFacts) -> None:
     from nvidia_oci_hook.kinds.hooksd.directories import read_hooks_dirs
 
     # Engines that read the same directories share one reading; cri-o's stricter rules apply if it is one of them.
@@ -256,12 +255,12 @@ def _read_hooks(host: HostView, loader: Loader, node: Collection, facts: NodeFac
         present = [d for d in directories if host.exists(d)]
         for directory in directories:
             if directory not in present:
-                _missing(host, node, directory, f"not present ({' and '.join(engines)} hooks directory)")
+                _missing(node, directory, f"not present ({' and '.join(engines)} hooks directory)")
         if present:
-            node.parts.append(read_hooks_dirs([host.shown(d) for d in present], loader, crio_reads="cri-o" in engines))
+            node.parts.append(read_hooks_dirs(present, bound(load, host), crio_reads="cri-o" in engines, files=host))
 
 
-def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts) -> None:
+def _read_cdi(host: HostView, load: FileLoader, node: Collection, facts: NodeFacts) -> None:
     from nvidia_oci_hook.kinds.cdi.directories import read_spec_dirs
 
     # Engines that read the same directories share one reading, judged with each one's library.
@@ -275,9 +274,9 @@ def _read_cdi(host: HostView, loader: Loader, node: Collection, facts: NodeFacts
         names = " and ".join(ENGINE_NAMES[engine] for engine in engines) or "default"
         for directory in directories:
             if directory not in present:
-                _missing(host, node, directory, f"not present ({names} CDI spec directory)")
+                _missing(node, directory, f"not present ({names} CDI spec directory)")
         if present:
-            collection = read_spec_dirs([host.shown(d) for d in present], loader)
+            collection = read_spec_dirs(present, bound(load, host), host)
             collection.cdi_judges = _judges(engines, facts)
             node.parts.append(collection)
 

@@ -27,7 +27,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Optional
 
-from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.host import LOCAL, HostView
 
 CONTAINERD_DEFAULT = "/etc/containerd/config.toml"
 CRIO_DEFAULT = "/etc/crio/crio.conf"
@@ -76,14 +76,6 @@ class ConfigInEffect:
     templates: tuple[str, ...] = ()  # the files it is generated from, in the order the distribution tries them
     by_hand: bool = False
     daemon: Optional[Daemon] = None
-
-    def shown(self, host: HostView) -> str:
-        return self.path if self.by_hand else host.shown(self.path)
-
-    def shown_directory(self, host: HostView) -> Optional[str]:
-        if self.directory is None:
-            return None
-        return self.directory if self.by_hand else host.shown(self.directory)
 
 
 @dataclass(frozen=True)
@@ -145,17 +137,14 @@ def running_daemons(host: HostView, versions: bool = True) -> list[Daemon]:
 
 
 def _scan(host: HostView, versions: bool) -> list[Daemon]:
-    proc = host.shown("/proc")
     try:
-        pids = sorted(int(name) for name in os.listdir(proc) if name.isdigit())
-    except OSError:
+        pids = sorted(int(name) for name in host.listdir("/proc") if name.isdigit())
+    except (OSError, ValueError):
         return []
     found = []
     for pid in pids:
-        try:
-            with open(f"{proc}/{pid}/cmdline", "rb") as handle:
-                raw = handle.read(1 << 16)
-        except OSError:
+        raw = host.read_prefix(f"/proc/{pid}/cmdline", 1 << 16)
+        if raw is None:
             continue
         argv = tuple(part.decode("utf-8", "replace") for part in raw.split(b"\0") if part)
         engine = _engine_of(argv)
@@ -170,34 +159,36 @@ def _scan(host: HostView, versions: bool) -> list[Daemon]:
                 engine,
                 pid,
                 argv,
-                _absolute(proc, pid, config),
-                _absolute(proc, pid, config_dir),
-                _daemon_version(host, proc, pid, engine) if versions else None,
+                _absolute(host, pid, config),
+                _absolute(host, pid, config_dir),
+                _daemon_version(host, pid, engine) if versions else None,
             )
         )
     return found
 
 
-def _absolute(proc: str, pid: int, path: Optional[str]) -> Optional[str]:
+def _absolute(host: HostView, pid: int, path: Optional[str]) -> Optional[str]:
+    """A path from a daemon's command line as a node path: a relative one against the daemon's working
+    directory, which its /proc entry names as the node does."""
     if path is None or path.startswith("/"):
         return path
     try:
-        cwd = os.readlink(f"{proc}/{pid}/cwd")
-    except OSError:
+        cwd = host.readlink(f"/proc/{pid}/cwd")
+    except (OSError, ValueError):
         return path
     return posixpath.normpath(posixpath.join(cwd, path))
 
 
-def _daemon_version(host: HostView, proc: str, pid: int, engine: str) -> Optional[str]:
+def _daemon_version(host: HostView, pid: int, engine: str) -> Optional[str]:
     """The running binary's own --version: the only way to know the release of a containerd that no package
     installed (k3s, RKE2, k0s, microk8s bring their own). Only on the node itself."""
-    if host.root != "/":
+    if host.rooted:
         return None
     from nvidia_oci_hook.node.engine_versions import parse_version_output
 
     try:
         result = subprocess.run(
-            [f"{proc}/{pid}/exe", "--version"],
+            [f"/proc/{pid}/exe", "--version"],
             capture_output=True,
             text=True,
             timeout=_VERSION_TIMEOUT,
@@ -266,7 +257,7 @@ def _containerd(host: HostView, by_hand: ByHand, locations: Locations) -> Config
     for other in daemons[1:]:
         locations.looked.append(
             (
-                host.shown(other.config or CONTAINERD_DEFAULT),
+                other.config or CONTAINERD_DEFAULT,
                 f"another running containerd ({other.described}): not judged; name its file with --containerd-config",
             )
         )
@@ -289,10 +280,9 @@ def _containerd_by_distribution(host: HostView) -> ConfigInEffect:
 
 def _crio(host: HostView, by_hand: ByHand, locations: Locations) -> ConfigInEffect:
     if by_hand.crio_config is not None or by_hand.crio_config_dir is not None:
-        path = os.path.abspath(by_hand.crio_config) if by_hand.crio_config else host.shown(CRIO_DEFAULT)
-        directory = (
-            os.path.abspath(by_hand.crio_config_dir) if by_hand.crio_config_dir else host.shown(CRIO_DEFAULT_DIR)
-        )
+        # The half not named is this machine's default, as cri-o started here with the other flag would read it.
+        path = os.path.abspath(by_hand.crio_config) if by_hand.crio_config else CRIO_DEFAULT
+        directory = os.path.abspath(by_hand.crio_config_dir) if by_hand.crio_config_dir else CRIO_DEFAULT_DIR
         return ConfigInEffect("crio", path, "named by --crio-config / --crio-config-dir", directory, by_hand=True)
     for daemon in locations.daemons:
         if daemon.engine == "crio":
@@ -307,8 +297,8 @@ def _crio(host: HostView, by_hand: ByHand, locations: Locations) -> ConfigInEffe
 
 
 def view_of(host: HostView, chosen: ConfigInEffect) -> HostView:
-    """Where the paths of chosen live: this machine's / for files named by hand, else the host root."""
-    return HostView("/") if chosen.by_hand else host
+    """Where the paths of chosen live: this machine's files for those named by hand, else the node's."""
+    return LOCAL if chosen.by_hand else host
 
 
 def _leaf_keys(value: object, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
@@ -328,7 +318,7 @@ def _dotted(keys: tuple[str, ...]) -> str:
 class Overwritten:
     """A change to a generated configuration file that its generator undoes at its next start."""
 
-    path: str  # as shown
+    path: str  # a node path (or this machine's, named by hand)
     message: str
     fix: str
 
@@ -341,7 +331,7 @@ def overwritten_edits(host: HostView, chosen: ConfigInEffect) -> list[Overwritte
     text = view.read_text(chosen.path)
     if text is None or chosen.distribution is None:
         return []
-    shown = view.shown(chosen.path)
+    shown = chosen.path
     found: list[Overwritten] = []
     if chosen.distribution in RANCHER_DATA_DIRS:
         name = chosen.distribution
@@ -350,8 +340,8 @@ def overwritten_edits(host: HostView, chosen: ConfigInEffect) -> list[Overwritte
         restart = f"systemctl restart {name}" if name == "k3s" else f"systemctl restart {name}-server (or {name}-agent)"
         first = next((line for line in text.splitlines() if line.strip()), "")
         if not first.startswith(f"# File generated by {name}"):
-            source = f"from {view.shown(template)}" if template else "from its built-in template"
-            target = view.shown(template or chosen.templates[-1])
+            source = f"from {template}" if template else "from its built-in template"
+            target = template or chosen.templates[-1]
             found.append(
                 Overwritten(
                     shown,
@@ -367,8 +357,8 @@ def overwritten_edits(host: HostView, chosen: ConfigInEffect) -> list[Overwritte
         if template and generated is not None and changed is not None and changed.st_mtime > generated.st_mtime:
             found.append(
                 Overwritten(
-                    view.shown(template),
-                    f"{view.shown(template)} changed after {shown} was generated from it: containerd runs without "
+                    template,
+                    f"{template} changed after {shown} was generated from it: containerd runs without "
                     f"the change until {name} restarts",
                     restart,
                 )
@@ -382,14 +372,14 @@ def overwritten_edits(host: HostView, chosen: ConfigInEffect) -> list[Overwritte
                     shown,
                     f"{shown} holds '# k0s_managed=true', so k0s writes it again at its next start and the "
                     f"settings under {', '.join(extra)} are lost",
-                    f"move them to a file in {view.shown(K0S_DROPINS)}/ (k0s imports it, and merges its CRI "
+                    f"move them to a file in {K0S_DROPINS}/ (k0s imports it, and merges its CRI "
                     "settings), or remove the k0s_managed line to own the whole file",
                 )
             )
     elif chosen.distribution == "microk8s" and chosen.templates:
         template_text = view.read_text(chosen.templates[0])
         if template_text is not None:
-            template = view.shown(chosen.templates[0])
+            template = chosen.templates[0]
             only_here = sorted(
                 _leaf_keys(parse_toml(text.encode()).value) - _leaf_keys(parse_toml(template_text.encode()).value)
             )

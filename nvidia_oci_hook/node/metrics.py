@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.node.doctor import ERROR, OK, UNKNOWN, WARNING, Check
 
 PREFIX = "nvidia_oci_hook_"
@@ -157,9 +158,9 @@ def render_prometheus(
     return out.text()
 
 
-def read_log(path: Optional[str]) -> Optional[LogCounts]:
-    """The counts of the log at path; None when there is none or it cannot be read (the counters are then
-    absent rather than 0, which would read as a reset)."""
+def read_log(path: Optional[str], files: Optional[HostView] = None) -> Optional[LogCounts]:
+    """The counts of the log at path (a node path, read through files); None when there is none or it cannot be
+    read (the counters are then absent rather than 0, which would read as a reset)."""
     from nvidia_oci_hook.runtime.logbook import read_all_entries
 
     if not path:
@@ -167,6 +168,6 @@ def read_log(path: Optional[str]) -> Optional[LogCounts]:
     try:
         # The rotated files too: a rotation alone must not look like a counter reset. Only the deletion of the
         # oldest one lowers the counts, which rate() and increase() take for a reset, as they should.
-        return count_log(read_all_entries(path))
+        return count_log(read_all_entries(path, files))
     except (OSError, EOFError, UnicodeError):
         return None

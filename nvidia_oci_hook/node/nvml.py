@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
-import os
 import posixpath
 import stat
 from dataclasses import dataclass, field
@@ -79,19 +78,20 @@ def modify_device_files(host: HostView) -> Optional[bool]:
 
 
 def _nvidia_entries(host: HostView) -> dict[str, str]:
-    """host path -> on-disk path of every nvidia* entry of the host's /dev (and of /dev/nvidia-caps).
+    """host path -> canonical node path of every nvidia* entry of the host's /dev (and of /dev/nvidia-caps).
 
-    The on-disk path is the real directory joined with the name: HostView caches what it has stat'ed, so asking
-    it about a node that was missing earlier in the run would still say missing.
+    The canonical path is the resolved directory joined with the name, looked at with lstat, which HostView
+    does not cache: asking the cached stat about a node that was missing earlier in the run would still say
+    missing.
     """
     entries: dict[str, str] = {}
     for directory in (DEV, CAPS_DIR):
-        real = host.real_path(directory)
-        if real is None:
+        canonical = host.canonical(directory)
+        if canonical is None:
             continue
         for name in host.list_dir(directory):
             if name.startswith("nvidia"):
-                entries[posixpath.join(directory, name)] = os.path.join(real, name)
+                entries[posixpath.join(directory, name)] = posixpath.join(canonical, name)
     return entries
 
 
@@ -199,16 +199,15 @@ def _account(host: HostView, view: NvmlView, before: dict[str, str], remove_crea
         view.created_nodes.append(path)
         if not remove_created:
             continue
-        real = after[path]
-        try:
-            info = os.lstat(real)
-        except OSError:
+        canonical = after[path]
+        info = host.lstat(canonical)
+        if info is None:
             continue  # gone already
         if not stat.S_ISCHR(info.st_mode) or not posixpath.basename(path).startswith("nvidia"):
             view.removal_errors[path] = "not a character device; left alone"
             continue
         try:
-            os.unlink(real)
+            host.unlink(canonical)
         except OSError as error:
             view.removal_errors[path] = error.strerror or str(error)
             continue

@@ -91,7 +91,7 @@ def reload_risk(
 
 
 def _command_version(host: HostView, command: list[str], pattern: str) -> Optional[str]:
-    if host.root != "/":
+    if host.rooted:
         return None
     try:
         output = subprocess.run(command, capture_output=True, text=True, timeout=5, check=False).stdout
@@ -107,7 +107,7 @@ def runtime_version(host: HostView, runtime: str, packages: dict[str, str]) -> O
 
     for directory in BINARY_DIRS:
         path = os.path.join(directory, runtime)
-        if host.root == "/" and os.access(path, os.X_OK):
+        if not host.rooted and host.is_executable(path):
             found = _command_version(host, [path, "--version"], rf"{runtime} version (\d+\.\d+\.\d+)")
             if found:
                 return found

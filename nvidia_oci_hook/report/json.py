@@ -35,8 +35,12 @@ def as_dict(results: Sequence[FileResult]) -> dict[str, Any]:
     }
 
 
-def render_json(results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = ()) -> str:
+def render_json(
+    results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = (), node_root: str = ""
+) -> str:
     report = as_dict(results)
     if looked_at:  # lint --node: every place looked at, and what was found there
         report["looked_at"] = [{"path": path, "found": what} for path, what in looked_at]
+    if node_root:  # the node's paths (every "path" above) were read under this directory
+        report["host_root"] = node_root
     return json.dumps(report, indent=2, ensure_ascii=False) + "\n"

@@ -37,7 +37,9 @@ def _rule_descriptor(rule: Rule) -> dict[str, Any]:
     }
 
 
-def render_sarif(results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = ()) -> str:
+def render_sarif(
+    results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = (), node_root: str = ""
+) -> str:
     rules = all_rules()
     index = {rule.code: position for position, rule in enumerate(rules)}
     sarif_results = []

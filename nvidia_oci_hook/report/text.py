@@ -14,11 +14,14 @@ def summarize(results: Sequence[FileResult]) -> dict[str, int]:
     return counts
 
 
-def render_text(results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = ()) -> str:
+def render_text(
+    results: Sequence[FileResult], color: bool = False, looked_at: Sequence[tuple[str, str]] = (), node_root: str = ""
+) -> str:
+    """node_root: where the node's files were read, when not at /; every path is still the node's own name."""
     colors = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
     lines = []
     if looked_at:
-        lines.append("looked at:")
+        lines.append(f"looked at (the node's paths, read under {node_root}):" if node_root else "looked at:")
         width = max(len(path) for path, _ in looked_at)
         lines.extend(f"  {path:<{width}}  {what}" for path, what in looked_at)
         lines.append("")

@@ -59,9 +59,9 @@ def validation_markers_contradict_driver(value: Any, context: Context) -> Iterat
     answer = _answer(context)
     if answer.status != FOUND:
         return
-    fix = f"rm -f {host.shown(VALIDATIONS)}/*-ready and delete the operator-validator and device-plugin pods"
+    fix = f"rm -f {VALIDATIONS}/*-ready and delete the operator-validator and device-plugin pods"
     for problem in marker_problems(host, answer):
-        yield Problem("", problem.message, fix, path=host.shown(problem.marker))
+        yield Problem("", problem.message, fix, path=problem.marker)
 
 
 @rule("NODE002", "stray-nvidia-device-nodes", Severity.ERROR, [NODE], needs_host=True)
@@ -111,8 +111,8 @@ def stray_nvidia_device_nodes(value: Any, context: Context) -> Iterator[Problem]
         yield Problem(
             "",
             f"{path} exists on the host while the driver's nodes are under {dev_root}/dev: {consequence}",
-            f"rm {host.shown(path)} (no GPU pod running), and stop NVML from creating it",
-            path=host.shown(path),
+            f"rm {path} (no GPU pod running), and stop NVML from creating it",
+            path=path,
         )
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import IO, Any, Optional
 
     from nvidia_oci_hook.config import Settings
+    from nvidia_oci_hook.host import HostView
 
 _SYSLOG_SOCKET = "/dev/log"
 
@@ -74,12 +75,13 @@ def _rotation_key(base: str, name: str) -> Optional[tuple[int, str, int]]:
     return None
 
 
-def log_files(path: str) -> list[str]:
-    """path and its rotated files, oldest first: what `nvidia-oci-hook log` reads, in the order it was written."""
+def log_files(path: str, files: Optional[HostView] = None) -> list[str]:
+    """path and its rotated files, oldest first: what `nvidia-oci-hook log` reads, in the order it was written.
+    files: where path is (the node's under a host root); this machine's by default."""
     directory, base = os.path.split(path)
     try:
-        names = os.listdir(directory or ".")
-    except OSError:
+        names = files.listdir(directory or ".") if files is not None else os.listdir(directory or ".")
+    except (OSError, ValueError):
         names = []
     rotated = []
     for name in names:
@@ -90,16 +92,16 @@ def log_files(path: str) -> list[str]:
     return [found for _, found in rotated] + [path]
 
 
-def read_all_entries(path: str) -> list[dict[str, Any]]:
+def read_all_entries(path: str, files: Optional[HostView] = None) -> list[dict[str, Any]]:
     """The entries of path and of its rotated files, oldest first. A rotated file that a rotation running at the
     same time removed is skipped; path itself missing with nothing rotated is the caller's OSError."""
-    files = log_files(path)
+    found_files = log_files(path, files)
     entries: list[dict[str, Any]] = []
-    for found in files:
+    for found in found_files:
         try:
-            entries.extend(read_entries(found))
+            entries.extend(read_entries(found, files))
         except FileNotFoundError:
-            if found == path and len(files) == 1:
+            if found == path and len(found_files) == 1:
                 raise
         except OSError as exc:
             if exc.filename is None:  # gzip's BadGzipFile names no file: say which one it was
@@ -108,29 +110,47 @@ def read_all_entries(path: str) -> list[dict[str, Any]]:
     return entries
 
 
-def _open_text(path: str) -> IO[str]:
-    if path.endswith(".gz"):
-        import gzip  # here: only the log viewer reads rotated files, the writers on the runtime path never do
+def _open_raw(path: str, files: Optional[HostView]) -> IO[bytes]:
+    if files is None:
+        return open(path, "rb")
+    from nvidia_oci_hook.io import ReadError
 
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+    try:
+        return os.fdopen(files.open_read(path), "rb")
+    except ReadError as exc:
+        missing = not files.lexists(path)
+        raise (FileNotFoundError if missing else OSError)(2 if missing else 5, str(exc), path) from None
 
 
-def read_entries(path: str) -> list[dict[str, Any]]:
+def read_entries(path: str, files: Optional[HostView] = None) -> list[dict[str, Any]]:
     """The entries of one log file (compressed or not); a line that is not one of ours (cut short by a full disk,
     say) is skipped."""
+    with _open_raw(path, files) as raw:
+        if not path.endswith(".gz"):
+            return _entries(raw)
+        import gzip  # here: only the log viewer reads rotated files, the writers on the runtime path never do
+
+        with gzip.GzipFile(fileobj=raw, mode="rb") as unpacked:
+            return _entries(unpacked)  # type: ignore[arg-type]
+
+
+def _entries(raw: IO[bytes]) -> list[dict[str, Any]]:
+    import io
+
     entries = []
-    with _open_text(path) as handle:
-        try:
-            for line in handle:
-                try:
-                    entry = jsoncodec.loads(line)
-                except jsoncodec.JSONDecodeError:
-                    continue
-                if isinstance(entry, dict) and isinstance(entry.get("summary"), str):
-                    entries.append(entry)
-        except EOFError:
-            pass  # a compressed file cut short (a full disk while gzip wrote it): what precedes is still there
+    handle = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+    try:
+        for line in handle:
+            try:
+                entry = jsoncodec.loads(line)
+            except jsoncodec.JSONDecodeError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("summary"), str):
+                entries.append(entry)
+    except EOFError:
+        pass  # a compressed file cut short (a full disk while gzip wrote it): what precedes is still there
+    finally:
+        handle.detach()  # the file is its opener's to close
     return entries
 
 

@@ -57,7 +57,7 @@ def test_a_name_that_resolves_names_its_spec_and_edits(fake_host: FakeHost, caps
     assert only(report) == {
         "name": "nvidia.com/gpu=0",
         "resolved": True,
-        "spec": f"{fake_host.root}/var/run/cdi/nvidia.yaml",
+        "spec": "/var/run/cdi/nvidia.yaml",
         "edits": {"device": {"deviceNodes": [{"path": "/dev/nvidia0"}]}},
     }
 
@@ -68,10 +68,10 @@ def test_a_spec_that_fails_to_load(fake_host: FakeHost, capsys: pytest.CaptureFi
     status, report = resolve(capsys, fake_host, "nvidia.com/gpu=0")
     found = only(report)
     assert status == 1 and found["reason"] == cdi_reasons.NOT_LOADED
-    assert found["files"] == [f"{fake_host.root}/etc/cdi/nvidia.yaml"]
+    assert found["files"] == ["/etc/cdi/nvidia.yaml"]
     assert 'unknown field "pth"' in found["message"]
     assert found["engine_error"].startswith("unresolvable CDI devices nvidia.com/gpu=0 (and at the spec's load")
-    assert found["fix"].startswith(f"fix {fake_host.root}/etc/cdi/nvidia.yaml as the error says")
+    assert found["fix"].startswith("fix /etc/cdi/nvidia.yaml as the error says")
 
 
 def test_two_specs_of_one_directory(fake_host: FakeHost, capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,8 +80,8 @@ def test_two_specs_of_one_directory(fake_host: FakeHost, capsys: pytest.CaptureF
     status, report = resolve(capsys, fake_host, "nvidia.com/gpu=0")
     found = only(report)
     assert status == 1 and found["reason"] == cdi_reasons.CONFLICT
-    assert found["files"] == [f"{fake_host.root}/etc/cdi/nvidia-old.json", f"{fake_host.root}/etc/cdi/nvidia.yaml"]
-    assert found["fix"].startswith(f"keep one of {fake_host.root}/etc/cdi/nvidia-old.json")
+    assert found["files"] == ["/etc/cdi/nvidia-old.json", "/etc/cdi/nvidia.yaml"]
+    assert found["fix"].startswith("keep one of /etc/cdi/nvidia-old.json")
 
 
 def test_a_spec_in_a_directory_the_engine_does_not_read(
@@ -94,7 +94,7 @@ def test_a_spec_in_a_directory_the_engine_does_not_read(
     assert status == 1 and found["reason"] == cdi_reasons.NOT_SCANNED
     assert "containerd reads specs only from /etc/cdi" in found["message"]
     assert found["fix"] == (
-        f"move {fake_host.root}/var/run/cdi/nvidia.yaml into {fake_host.root}/etc/cdi, or add /var/run/cdi to "
+        "move /var/run/cdi/nvidia.yaml into /etc/cdi, or add /var/run/cdi to "
         "cdi_spec_dirs in the CRI plugin table of containerd's configuration"
     )
 
@@ -192,10 +192,9 @@ def test_text_report(fake_host: FakeHost, capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     assert status == 1
     assert out.splitlines()[0] == (
-        f"containerd 1.7.24 (CDI library v0.7.2); config {fake_host.root}/etc/containerd/config.toml; "
-        "spec dirs /etc/cdi, /var/run/cdi"
+        "containerd 1.7.24 (CDI library v0.7.2); config /etc/containerd/config.toml; spec dirs /etc/cdi, /var/run/cdi"
     )
-    assert f"  nvidia.com/gpu=0: resolves from {fake_host.root}/var/run/cdi/nvidia.yaml" in out
+    assert "  nvidia.com/gpu=0: resolves from /var/run/cdi/nvidia.yaml" in out
     assert "      device: device nodes /dev/nvidia0" in out
     assert "  nvidia.com/gpu=7: unresolvable (not-defined): no spec in /etc/cdi, /var/run/cdi defines it" in out
     assert "      engine error: unresolvable CDI devices nvidia.com/gpu=7" in out
@@ -244,4 +243,4 @@ def test_a_spec_in_a_subdirectory_is_not_read(fake_host: FakeHost, capsys: pytes
     assert (
         "/etc/cdi/nvidia is a subdirectory of /etc/cdi, and the CDI library reads no subdirectory" in found["message"]
     )
-    assert found["fix"] == f"move {fake_host.root}/etc/cdi/nvidia/nvidia.yaml up into {fake_host.root}/etc/cdi"
+    assert found["fix"] == "move /etc/cdi/nvidia/nvidia.yaml up into /etc/cdi"

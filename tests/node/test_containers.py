@@ -85,6 +85,7 @@ def test_containers_are_found_where_each_engine_s_runtime_keeps_them(tmp_path: P
         "io.kubernetes.pod.namespace": "ml", "io.kubernetes.pod.name": "trainer",
         "io.kubernetes.container.name": "cuda"}))  # fmt: skip
     _write(root, "/sys/fs/cgroup/devices/kubepods/aaa/devices.list", "c 1:3 rwm\n")
+    _write(root, "/sys/fs/cgroup/devices/kubepods/aaa/devices.allow", "")  # the controller's file, always there
     # containerd's, under its runc shim's root for the k8s.io namespace.
     _write(root, "/run/containerd/runc/k8s.io/bbb/state.json", {
         "id": "bbb", "init_process_pid": 200, "config": {"labels": ["bundle=/run/containerd/bbb"]},

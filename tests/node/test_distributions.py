@@ -58,10 +58,10 @@ def test_a_k3s_node_lints_the_generated_file_in_effect(fake_host: FakeHost, caps
     fake_host.text("/etc/containerd/config.toml", PLAIN)  # left from a package install: not in effect
     fake_host.text(f"{K3S_DIR}/config.toml", HEADER.format("k3s") + NVIDIA_RUNTIME)
     status, report = lint_node(capsys, fake_host.root)
-    in_effect = f"{fake_host.root}{K3S_DIR}/config.toml"
+    in_effect = f"{K3S_DIR}/config.toml"
     assert looked(report)[in_effect] == "in effect for containerd: k3s's containerd"
     assert ("CTD111", in_effect) in findings(report)
-    assert f"{fake_host.root}/etc/containerd/config.toml" not in [path for _, path in findings(report)]
+    assert "/etc/containerd/config.toml" not in [path for _, path in findings(report)]
     assert "NODE003" not in [code for code, _ in findings(report)]  # the header is k3s's own
     assert status == 1
 
@@ -74,7 +74,7 @@ def test_a_k3s_file_rewritten_by_a_tool_is_overwritten_at_the_next_start(
     (finding,) = [f for entry in report["files"] for f in entry["findings"] if f["code"] == "NODE003"]
     assert "it was rewritten by hand or by a tool" in finding["message"]
     assert "from its built-in template" in finding["message"]
-    assert finding["hint"].startswith(f"make the change in {fake_host.root}{K3S_DIR}/config.toml.tmpl")
+    assert finding["hint"].startswith(f"make the change in {K3S_DIR}/config.toml.tmpl")
     assert "systemctl restart k3s" in finding["hint"]
 
 
@@ -86,20 +86,20 @@ def test_an_rke2_template_changed_after_generation_is_not_running_yet(
     earlier = time.time() - 60
     os.utime(fake_host.root / RKE2_DIR.lstrip("/") / "config.toml", (earlier, earlier))
     _, report = lint_node(capsys, fake_host.root)
-    template = f"{fake_host.root}{RKE2_DIR}/config-v3.toml.tmpl"
+    template = f"{RKE2_DIR}/config-v3.toml.tmpl"
     assert ("NODE003", template) in findings(report)
-    assert looked(report)[f"{fake_host.root}{RKE2_DIR}/config.toml"] == "in effect for containerd: rke2's containerd"
+    assert looked(report)[f"{RKE2_DIR}/config.toml"] == "in effect for containerd: rke2's containerd"
 
 
 def test_a_k0s_node_reads_its_own_file(fake_host: FakeHost, capsys: pytest.CaptureFixture[str]) -> None:
     fake_host.text("/etc/k0s/containerd.toml", "# k0s_managed=true\n" + NVIDIA_RUNTIME)
     status, report = lint_node(capsys, fake_host.root)
-    in_effect = f"{fake_host.root}/etc/k0s/containerd.toml"
+    in_effect = "/etc/k0s/containerd.toml"
     assert looked(report)[in_effect] == "in effect for containerd: k0s's containerd"
     assert ("CTD111", in_effect) in findings(report)
     (finding,) = [f for entry in report["files"] for f in entry["findings"] if f["code"] == "NODE003"]
     assert "settings under plugins are lost" in finding["message"]
-    assert f"{fake_host.root}/etc/k0s/containerd.d/" in finding["hint"]
+    assert "/etc/k0s/containerd.d/" in finding["hint"]
     assert status == 1
 
 

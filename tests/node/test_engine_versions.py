@@ -82,7 +82,7 @@ def test_the_engine_whose_library_refuses_the_spec_is_named_and_no_other(
     # cri-o 1.36 (library 1.1.0) loads it: nothing says the older releases refuse it, the node has none.
     assert not [finding for finding in _findings(report) if finding["code"] in ("CDI109", "CDI108")]
     looked = [(entry["path"], entry["found"]) for entry in report["looked_at"]]
-    status_file = f"{root}/var/lib/dpkg/status"
+    status_file = "/var/lib/dpkg/status"
     assert (status_file, "containerd 2.1.4 (CDI library 1.0.1)") in looked
     assert (status_file, "cri-o 1.36.1 (CDI library 1.1.0)") in looked
 
@@ -96,11 +96,11 @@ def test_engines_without_a_release_or_without_cdi_are_said_so(
     write(root, "/etc/cdi/nvidia.yaml", SPEC_1_1)
     status, report = lint_node(root, capsys)
     looked = [(entry["path"], entry["found"]) for entry in report["looked_at"]]
-    status_file = f"{root}/var/lib/dpkg/status"
+    status_file = "/var/lib/dpkg/status"
     assert (status_file, "podman 5.6.0 (CDI library 1.0.1)") in looked
     assert (status_file, "containerd 1.6.20 does not read CDI specs") in looked
     assert (
-        f"{root}/etc/crio/crio.conf",
+        "/etc/crio/crio.conf",
         "cri-o, release not found: its CDI specs are judged with CDI library 1.1.0",
     ) in looked
     # /etc/cdi is read by cri-o (judged with the newest library, which loads the spec) and podman 5.6.
@@ -114,7 +114,7 @@ def test_the_text_report_lists_the_engines_found(tmp_path: Path, capsys: pytest.
     write(root, "/var/lib/dpkg/status", dpkg_status(podman="4.3.1+ds1-8+deb12u1+b3"))
     main(["lint", "--node", "--host-root", str(root)])
     lines = capsys.readouterr().out.splitlines()
-    status_file = f"{root}/var/lib/dpkg/status"
+    status_file = "/var/lib/dpkg/status"
     assert [line.split()[1:] for line in lines if line.split()[:1] == [status_file]] == [
         ["dpkg", "status"],
         ["podman", "4.3.1", "(CDI", "library", "0.5.2)"],
@@ -137,7 +137,7 @@ def test_releases_come_from_the_rpm_database_too(tmp_path: Path) -> None:
         ("podman", "5.4.0", "podman"),
         ("containerd", "1.7.27", "containerd.io"),
     }
-    assert (f"{root}/var/lib/rpm/rpmdb.sqlite", "rpm database") in looked
+    assert ("/var/lib/rpm/rpmdb.sqlite", "rpm database") in looked
 
 
 def test_releases_come_from_el8_s_berkeley_db_rpm_database(tmp_path: Path) -> None:
@@ -164,7 +164,7 @@ def test_releases_come_from_el8_s_berkeley_db_rpm_database(tmp_path: Path) -> No
     assert database.stat().st_size > 4 * 512, "the headers must need overflow pages"
     found, looked = installed_engines(HostView(str(root)))
     assert {(release.engine, release.version) for release in found} == {("podman", "4.9.4"), ("crio", "1.30.4")}
-    assert (f"{root}/var/lib/rpm/Packages", "rpm database") in looked
+    assert ("/var/lib/rpm/Packages", "rpm database") in looked
     # Anything else under that name is read as holding nothing, never as a crash.
     for garbage in (b"", b"\0" * 8192, database.read_bytes()[:700], bytes(range(256)) * 40):
         database.write_bytes(garbage)
@@ -211,7 +211,7 @@ def test_package_versions_give_the_upstream_release(package: str, version: str) 
 def test_a_node_with_no_package_database_says_so(fake_host: FakeHost) -> None:
     fake_host.root.mkdir(exist_ok=True)
     found, looked = installed_engines(HostView(str(fake_host.root)))
-    assert found == [] and looked == [(f"{fake_host.root}/var/lib/dpkg/status", "not present")]
+    assert found == [] and looked == [("/var/lib/dpkg/status", "not present")]
 
 
 @pytest.mark.parametrize(

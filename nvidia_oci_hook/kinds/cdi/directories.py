@@ -4,12 +4,13 @@ kind."""
 
 from __future__ import annotations
 
-import os
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+from nvidia_oci_hook.host import LOCAL, HostView
 from nvidia_oci_hook.io import ReadError
 from nvidia_oci_hook.kinds.cdi.codes import CDI, CDI_DIRS, TEXT
 from nvidia_oci_hook.kinds.cdi.goyaml import refine_document
@@ -32,23 +33,20 @@ _LOOKALIKE = re.compile(r"\.(ya?ml|json)$", re.IGNORECASE)
 _SNIFF_BYTES = 1 << 16
 
 
-def _mentions_cdi_version(path: str) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_SNIFF_BYTES)
-    except OSError:
-        return False
-    return b"cdiversion" in head.lower()
+def _mentions_cdi_version(path: str, files: HostView) -> bool:
+    head = files.read_text(path, _SNIFF_BYTES)
+    return head is not None and "cdiversion" in head.lower()
 
 
-def claims_directory(path: str) -> bool:
+def claims_directory(path: str, files: HostView = LOCAL) -> bool:
     """Whether path is a directory holding files that look like CDI specs (a cdiVersion key)."""
     try:
-        names = os.listdir(path)
-    except OSError:
+        names = files.listdir(path)
+    except (OSError, ValueError):
         return False
     return any(
-        _LOOKALIKE.search(name) and _mentions_cdi_version(os.path.join(path, name)) for name in sorted(names)[:256]
+        _LOOKALIKE.search(name) and _mentions_cdi_version(posixpath.join(path, name), files)
+        for name in sorted(names)[:256]
     )
 
 
@@ -60,7 +58,7 @@ class SpecDirectory:
     unread: Optional[str] = None
 
 
-def spec_files(directory: str) -> tuple[list[str], list[Skipped], Optional[str]]:
+def spec_files(directory: str, files: HostView = LOCAL) -> tuple[list[str], list[Skipped], Optional[str]]:
     """The files the library's scan reads in directory (lexical order), near-misses it skips, and why it reads
     nothing at all (None if it reads the directory).
 
@@ -68,19 +66,19 @@ def spec_files(directory: str) -> tuple[list[str], list[Skipped], Optional[str]]
     names ending in .json or .yaml.
     """
     try:
-        if os.path.islink(directory) and not directory.endswith("/"):
+        if files.is_link(directory) and not directory.endswith("/"):
             return [], [], "is a symbolic link, which the library's directory walk does not follow"
-        if not os.path.isdir(directory):
-            return [], [], None if not os.path.exists(directory) else "is not a directory"
-        names = sorted(os.listdir(directory))
+        if not files.is_dir(directory):
+            return [], [], None if not files.exists(directory) else "is not a directory"
+        names = sorted(files.listdir(directory))
     except OSError as exc:
         return [], [], f"cannot be read ({exc.strerror})"
-    files: list[str] = []
+    found: list[str] = []
     skipped: list[Skipped] = []
     for name in names:
-        path = os.path.join(directory, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            inside = _lookalikes_below(path)
+        path = posixpath.join(directory, name)
+        if files.is_dir(path) and not files.is_link(path):
+            inside = _lookalikes_below(path, files)
             if inside:
                 listed = ", ".join(inside)
                 skipped.append(
@@ -93,19 +91,19 @@ def spec_files(directory: str) -> tuple[list[str], list[Skipped], Optional[str]]
             continue
         extension = name[name.rfind(".") :] if "." in name else ""  # filepath.Ext: ".json" is all extension
         if extension in SPEC_EXTENSIONS:
-            files.append(path)
-        elif _LOOKALIKE.search(name) and _mentions_cdi_version(path):
+            found.append(path)
+        elif _LOOKALIKE.search(name) and _mentions_cdi_version(path, files):
             why = f"ends in {extension}, and the library reads only names ending exactly in .json or .yaml"
             skipped.append(Skipped(path, why))
-    return files, skipped, None
+    return found, skipped, None
 
 
-def _lookalikes_below(directory: str) -> list[str]:
+def _lookalikes_below(directory: str, files: HostView) -> list[str]:
     found = []
-    for root, _dirs, names in os.walk(directory):
+    for root, names in files.walk(directory):
         for name in sorted(names):
-            if _LOOKALIKE.search(name) and _mentions_cdi_version(os.path.join(root, name)):
-                found.append(os.path.relpath(os.path.join(root, name), directory))
+            if _LOOKALIKE.search(name) and _mentions_cdi_version(posixpath.join(root, name), files):
+                found.append(posixpath.relpath(posixpath.join(root, name), directory))
                 if len(found) >= 3:
                     return found
     return found
@@ -117,22 +115,25 @@ class SpecCollection(Collection):
 
     priorities: dict[str, int] = field(default_factory=dict)
     unread: dict[str, str] = field(default_factory=dict)
+    # Where the directories were read: a node's paths resolve through it, not through this machine's links.
+    files: HostView = LOCAL
 
     def priority(self, path: str) -> int:
         return self.priorities.get(path, 0)
 
 
-def read_spec_dirs(directories: Sequence[str], loader: Loader) -> SpecCollection:
+def read_spec_dirs(directories: Sequence[str], loader: Loader, files: HostView = LOCAL) -> SpecCollection:
     """Read spec directories as the CDI cache does: lowest priority first (for the engines, /etc/cdi then
-    /var/run/cdi); a missing directory is simply empty."""
-    collection = SpecCollection(CDI_DIRS, list(directories))
+    /var/run/cdi); a missing directory is simply empty. files is where the directories are (the node's, under
+    its host root), and loader reads through it."""
+    collection = SpecCollection(CDI_DIRS, list(directories), files=files)
     for priority, directory in enumerate(directories):
-        files, skipped, unread = spec_files(directory)
+        paths, skipped, unread = spec_files(directory, files)
         if unread is not None:
             collection.unread[directory] = unread
             collection.skipped.append(Skipped(directory, unread))
         collection.skipped.extend(skipped)
-        for path in files:
+        for path in paths:
             try:
                 document = loader(path, CDI)
             except ReadError as exc:

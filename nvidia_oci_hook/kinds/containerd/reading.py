@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from nvidia_oci_hook.host import LOCAL, HostView
 from nvidia_oci_hook.kinds.collection import (
     Collection,
     DirectoryKind,
@@ -91,59 +92,56 @@ class ContainerdCollection(Collection):
 _META = re.compile(r"[*?\[\\]")
 
 
-def go_glob(pattern: str) -> tuple[list[str], Optional[str]]:
-    """filepath.Glob: (matches in Go's order, an error such as "syntax error in pattern")."""
+def go_glob(pattern: str, files: HostView = LOCAL) -> tuple[list[str], Optional[str]]:
+    """filepath.Glob: (matches in Go's order, an error such as "syntax error in pattern"), in files (the node's
+    under its host root)."""
     if any(_go_pattern(part) is None for part in pattern.split("/")):
         return [], "syntax error in pattern"
     directory, name = posixpath.split(pattern)
     if not _META.search(pattern):
-        return ([pattern] if os.path.lexists(pattern) else []), None
+        return ([pattern] if files.lexists(pattern) else []), None
     if not _META.search(directory):
-        return _glob_in(directory or ".", name, directory), None
+        return _glob_in(directory or ".", name, directory, files), None
     if directory != "/":
         directory = directory.rstrip("/")
-    parents, error = go_glob(directory)
+    parents, error = go_glob(directory, files)
     out: list[str] = []
     for parent in parents:
-        if os.path.isdir(parent):
-            out.extend(_glob_in(parent, name, parent))
+        if files.is_dir(parent):
+            out.extend(_glob_in(parent, name, parent, files))
     return out, error
 
 
-def _glob_in(directory: str, name: str, prefix: str) -> list[str]:
+def _glob_in(directory: str, name: str, prefix: str, files: HostView) -> list[str]:
     try:
-        names = sorted(os.listdir(directory), key=os.fsencode)
-    except OSError:
+        names = sorted(files.listdir(directory), key=os.fsencode)
+    except (OSError, ValueError):
         return []
     return [posixpath.join(prefix, entry) for entry in names if go_path_match(name, entry)]
 
 
-def _on_host(path: str, host_root: str) -> str:
-    return path if host_root in ("", "/") else os.path.join(host_root, path.lstrip("/"))
-
-
-def _resolve(parent: str, entry: str, host_root: str) -> tuple[list[str], Optional[str]]:
-    """resolveImports for one entry of the file at `parent` (a path on this machine)."""
+def _resolve(parent: str, entry: str, files: HostView) -> tuple[list[str], Optional[str]]:
+    """resolveImports for one entry of the file at `parent`: an absolute entry is a path of the node the file
+    is on (files), a relative one is relative to the file."""
     path = posixpath.normpath(entry) if entry else "."
-    if path.startswith("/"):
-        path = _on_host(path, host_root)
-    else:
+    if not path.startswith("/"):
         path = posixpath.normpath(posixpath.join(posixpath.dirname(parent), path))
     if "*" in path:
-        return go_glob(path)
+        return go_glob(path, files)
     return [path], None
 
 
-def read_containerd_config(path: str, loader: Loader, host_root: str = "/") -> ContainerdCollection:
+def read_containerd_config(path: str, loader: Loader, files: HostView = LOCAL) -> ContainerdCollection:
     """The root file at `path` and every file its imports name, as containerd reads them.
 
-    `path` is a path on this machine; absolute import entries are looked up under `host_root`. Each file is a
-    document of kind containerd; a drop-in's value is a DropIn (a file without a version is read at the root's).
+    files is where `path` and the imports are (the node's, under its host root), and loader reads through it.
+    Each file is a document of kind containerd; a drop-in's value is a DropIn (a file without a version is read
+    at the root's).
     """
-    return collect(loader(path, CONTAINERD), loader, host_root)
+    return collect(loader(path, CONTAINERD), loader, files)
 
 
-def collect(root: Document, loader: Loader, host_root: str = "/") -> ContainerdCollection:
+def collect(root: Document, loader: Loader, files: HostView = LOCAL) -> ContainerdCollection:
     """The collection for a root document already loaded (lint of one file)."""
     collection = ContainerdCollection(
         CONTAINERD_CONFIG, [posixpath.dirname(root.path) or "."], root=root.path, order=[root.path]
@@ -160,15 +158,15 @@ def collect(root: Document, loader: Loader, host_root: str = "/") -> ContainerdC
         for index, entry in enumerate(imports):
             if not isinstance(entry, str):
                 continue  # a wrong type is CTD001's
-            paths, error = _resolve(parent, entry, host_root)
+            paths, error = _resolve(parent, entry, files)
             if error:
                 collection.unreadable.append((parent, index, f"{entry}: {error}"))
             for found in paths:
                 if found in seen:
                     continue
                 seen.add(found)
-                if not os.path.isfile(found):
-                    why = "is a directory" if os.path.isdir(found) else "no such file or directory"
+                if not files.is_file(found):
+                    why = "is a directory" if files.is_dir(found) else "no such file or directory"
                     collection.unreadable.append((parent, index, f"{found}: {why}"))
                     collection.skipped.append(Skipped(found, f"named by {parent}, {why}: containerd cannot read it"))
                     continue
@@ -339,11 +337,11 @@ register_directory_kind(
 )
 
 
-def _follow(document: Document, loader: Loader, host_root: str) -> Optional[Collection]:
+def _follow(document: Document, loader: Loader) -> Optional[Collection]:
     imports = document.value.get("imports") if isinstance(document.value, dict) else None
     if not isinstance(imports, list) or not imports:
         return None
-    return collect(document, loader, host_root)
+    return collect(document, loader)
 
 
 register_follower(CONTAINERD, _follow)

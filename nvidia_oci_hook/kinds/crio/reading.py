@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from nvidia_oci_hook.host import LOCAL, HostView
 from nvidia_oci_hook.kinds.collection import (
     Collection,
     DirectoryKind,
@@ -57,10 +58,10 @@ def _describe(error: OSError) -> str:
 _NULL_DEVICE = (1, 3)
 
 
-def _read_entry(path: str, loader: Loader, collection: CrioCollection) -> None:
+def _read_entry(path: str, loader: Loader, collection: CrioCollection, files: HostView) -> None:
     """Read one entry the way UpdateFromDropInFile does (os.ReadFile, which follows links)."""
     try:
-        info = os.stat(path)
+        info = files.lookup(path)
     except OSError as error:
         collection.unreadable.append(
             Unreadable(path, f"open {path}: {_describe(error)}", "a symbolic link whose target does not exist")
@@ -97,60 +98,65 @@ def _read_entry(path: str, loader: Loader, collection: CrioCollection) -> None:
     collection.order.append(path)
 
 
-def _walk(path: str, loader: Loader, collection: CrioCollection, top: str) -> None:
+def _walk(path: str, loader: Loader, collection: CrioCollection, top: str, files: HostView) -> None:
     """filepath.Walk: lstat every entry; recurse into directories in lexical order; read everything else."""
     try:
-        info = os.lstat(path)
+        info = files.lookup(path, follow=False)
     except OSError as error:
         collection.unreadable.append(Unreadable(path, f"lstat {path}: {_describe(error)}", "it vanished or is hidden"))
         return
     if not stat.S_ISDIR(info.st_mode):
         collection.found_under[path] = top
-        _read_entry(path, loader, collection)
+        _read_entry(path, loader, collection, files)
         return
     try:
-        names = sorted(os.listdir(path), key=os.fsencode)
+        names = sorted(files.listdir(path), key=os.fsencode)
     except OSError as error:
         collection.unreadable.append(
             Unreadable(path, f"open {path}: {_describe(error)}", "a directory that cannot be listed")
         )
         return
     for name in names:
-        _walk(os.path.join(path, name), loader, collection, top)
+        _walk(posixpath.join(path, name), loader, collection, top, files)
 
 
-def read_crio_config(main_path: Optional[str], dropin_dir: Optional[str], loader: Loader) -> CrioCollection:
+def read_crio_config(
+    main_path: Optional[str], dropin_dir: Optional[str], loader: Loader, files: HostView = LOCAL
+) -> CrioCollection:
     """crio.conf, then every file under the drop-in directory, read and merged as cri-o does.
 
     Either may be None or absent: cri-o skips a missing crio.conf (unless --config names it) and a missing
     drop-in directory. The collection holds each file as a document (kind crio-part), the entries cri-o could
     not read, and the merged configuration with the origin of every value (`effective_config`, `origin_of`).
+    files is where the paths are (the node's, under its host root), and loader reads through it.
     """
-    return read_crio_configs(main_path, [dropin_dir] if dropin_dir else [], loader)
+    return read_crio_configs(main_path, [dropin_dir] if dropin_dir else [], loader, files)
 
 
-def read_crio_configs(main_path: Optional[str], dropin_dirs: Sequence[str], loader: Loader) -> CrioCollection:
+def read_crio_configs(
+    main_path: Optional[str], dropin_dirs: Sequence[str], loader: Loader, files: HostView = LOCAL
+) -> CrioCollection:
     # "dir/" would make lstat follow a link that cri-o's walk does not follow.
     main_path = os.path.normpath(main_path) if main_path else None
     dropin_dirs = [os.path.normpath(d) for d in dropin_dirs]
     directories = [d for d in (os.path.dirname(main_path) if main_path else None, *dropin_dirs) if d]
     collection = CrioCollection(CRIO_CONFIG, directories[-1:] or ["."], main=main_path, dropin_dirs=list(dropin_dirs))
     if main_path is not None:
-        if os.path.exists(main_path):
-            _read_entry(main_path, loader, collection)
-        elif os.path.lexists(main_path):
+        if files.exists(main_path):
+            _read_entry(main_path, loader, collection, files)
+        elif files.lexists(main_path):
             # Unlike a drop-in, a main file that does not exist is skipped (unless --config names it).
             collection.skipped.append(Skipped(main_path, "a symbolic link to nothing: cri-o skips it"))
         else:
             collection.skipped.append(Skipped(main_path, "not present: cri-o starts from its built-in defaults"))
     for directory in dropin_dirs:
-        if not os.path.exists(directory):
-            if os.path.lexists(directory):
+        if not files.exists(directory):
+            if files.lexists(directory):
                 collection.skipped.append(Skipped(directory, "a symbolic link to nothing: cri-o skips it"))
             else:
                 collection.skipped.append(Skipped(directory, "not present: no drop-in files"))
             continue
-        if os.path.islink(directory) and os.path.isdir(directory):
+        if files.is_link(directory) and files.is_dir(directory):
             # UpdateFromPath stats the path (following the link), then filepath.Walk lstats it: a link is
             # walked as one file, and reading a directory fails.
             collection.unreadable.append(
@@ -162,7 +168,7 @@ def read_crio_configs(main_path: Optional[str], dropin_dirs: Sequence[str], load
                 )
             )
             continue
-        _walk(directory, loader, collection, directory)
+        _walk(directory, loader, collection, directory, files)
     by_path = {document.path: document for document in collection.documents}
     collection.config = merge(
         [(path, by_path[path].value, by_path[path].parsed) for path in collection.order if path in by_path]

@@ -8,6 +8,7 @@ one only when the later file loads.
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Optional
 
 from nvidia_oci_hook import io
 from nvidia_oci_hook.formats import jsontext
+from nvidia_oci_hook.host import LOCAL, HostView
 from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, Loader, register_directory_kind
 from nvidia_oci_hook.kinds.document import Document
 from nvidia_oci_hook.kinds.hooksd.hook_file import HOOKSD, _sniff
@@ -63,23 +65,23 @@ def _go_sorted(names: list[str]) -> list[str]:
     return sorted(names, key=os.fsencode)
 
 
-def _looks_like_hook(path: str) -> bool:
+def _looks_like_hook(path: str, files: HostView) -> bool:
     """A regular file whose content is a hooks.d file; anything else is not read (a FIFO would block)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        if not stat.S_ISREG(files.lookup(path).st_mode):
             return False
-        raw = io.read_bounded(path, 1 << 20)
+        raw = files.read_bytes(path, 1 << 20)
         return _sniff(path, jsontext.decode(raw.decode("utf-8", errors="replace")))
     except (io.ReadError, io.TooLarge, ValueError, OSError):
         return False
 
 
-def _entry(directory: str, name: str, loader: Loader) -> Entry:
-    path = os.path.join(directory, name)
+def _entry(directory: str, name: str, loader: Loader, files: HostView) -> Entry:
+    path = posixpath.join(directory, name)
     if not name.endswith(JSON_SUFFIX):
-        return Entry(directory, name, path, NOT_JSON, looks_like_hook=_looks_like_hook(path))
+        return Entry(directory, name, path, NOT_JSON, looks_like_hook=_looks_like_hook(path, files))
     try:
-        info = os.stat(path)
+        info = files.lookup(path)
     except FileNotFoundError:
         return Entry(directory, name, path, VANISHED, "a link to a file that does not exist")
     except OSError as exc:
@@ -100,14 +102,17 @@ def _entry(directory: str, name: str, loader: Loader) -> Entry:
     return Entry(directory, name, path, DOCUMENT, document=document)
 
 
-def read_hooks_dirs(directories: Sequence[str], loader: Loader, *, crio_reads: bool = False) -> HooksCollection:
+def read_hooks_dirs(
+    directories: Sequence[str], loader: Loader, *, crio_reads: bool = False, files: HostView = LOCAL
+) -> HooksCollection:
     """Read hooks directories in an engine's order, lowest priority first, as containers/common's hooks.New does.
 
     For cri-o the order is its `hooks_dir` list (default: DEFAULT_DIR alone); for podman, containers.conf's
     `[engine] hooks_dir` (default: DEFAULT_DIR alone; measured with podman 4.3, which does not read
     OVERRIDE_DIR unless it is listed). Where both default directories are configured, pass
     [DEFAULT_DIR, OVERRIDE_DIR]. `crio_reads` says that cri-o reads these directories, where a precreate stage
-    stops the daemon. A directory that does not exist is skipped, as the engines skip it.
+    stops the daemon. A directory that does not exist is skipped, as the engines skip it. files is where the
+    directories are (the node's, under its host root), and loader reads through it.
     """
     # A directory listed twice is read twice; only its last reading decides what masks what.
     last = {os.path.normpath(directory): index for index, directory in enumerate(directories)}
@@ -115,7 +120,7 @@ def read_hooks_dirs(directories: Sequence[str], loader: Loader, *, crio_reads: b
     collection = HooksCollection(HOOKSD_DIRS, ordered, crio=crio_reads)
     for directory in ordered:
         try:
-            names = os.listdir(directory)
+            names = files.listdir(directory)
         except FileNotFoundError:
             collection.missing_directories.append(directory)
             continue
@@ -128,7 +133,7 @@ def read_hooks_dirs(directories: Sequence[str], loader: Loader, *, crio_reads: b
             collection.entries.append(Entry(directory, "", directory, UNREADABLE, reason))
             continue
         for name in _go_sorted(names):
-            entry = _entry(directory, name, loader)
+            entry = _entry(directory, name, loader, files)
             collection.entries.append(entry)
             if entry.document is not None:
                 collection.documents.append(entry.document)
@@ -143,7 +148,7 @@ def _claims(directory: str) -> bool:
         names = [name for name in os.listdir(directory) if name.endswith(JSON_SUFFIX)]
     except OSError:
         return False
-    return any(_looks_like_hook(os.path.join(directory, name)) for name in _go_sorted(names)[:20])
+    return any(_looks_like_hook(os.path.join(directory, name), LOCAL) for name in _go_sorted(names)[:20])
 
 
 register_directory_kind(

@@ -47,6 +47,10 @@ def run(
         err.write(f"--host-root {host_root}: not a directory\n")
         return 1
     host = HostView(host_root)
+    writing = not (dry_run or diff)
+    if writing and host.read_only():
+        err.write(f"--host-root {host_root}: read-only file system: nothing was changed\n")
+        return 2
     roots = tuple(driver_roots) or DEFAULT_DRIVER_ROOTS
     directories = list(spec_dirs) or list(DEFAULT_SPEC_DIRS)
     answer = resolve_driver_root(host, roots)
@@ -54,8 +58,9 @@ def run(
         err.write(f"driver root: {answer.root} ({answer.reason})\n")
     else:
         err.write(f"driver root: {answer.status} ({answer.reason}); nothing is moved\n")
+    if host.rooted:
+        err.write(f"the node read under {host_root}; every path below is the node's own\n")
     plans = plan_spec_dirs(host, directories, roots)
-    writing = not (dry_run or diff)
     if writing:
         write_plans(host, plans)
     verb = "changed" if writing else "would change"

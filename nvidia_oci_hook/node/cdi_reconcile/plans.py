@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -29,7 +27,7 @@ from nvidia_oci_hook.node.driver import resolve_driver_root
 class SpecPlan:
     """What reconciling one spec file means: the changes, what blocks them, and the file's text before and after."""
 
-    path: str  # as the node names it (under --host-root)
+    path: str  # as the node names it
     changes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     old_text: Optional[str] = None
@@ -38,10 +36,6 @@ class SpecPlan:
     @property
     def changed(self) -> bool:
         return self.new_text is not None and not self.problems
-
-
-def _on_host(real_root: str, path: str) -> str:
-    return os.path.join(real_root, path.lstrip("/"))
 
 
 def _read_yaml(text: str) -> Any:
@@ -79,7 +73,7 @@ def plan_file(host: HostView, path: str, planner: _Planner) -> SpecPlan:
     """The plan for one spec file, named as the node names it."""
     plan = SpecPlan(path)
     try:
-        raw = io.read_bounded(_on_host(host.root, path))
+        raw = host.read_bytes(path)
     except (io.ReadError, io.TooLarge) as exc:
         plan.problems.append(f"cannot be read: {str(exc).split(': ', 1)[-1]}")
         return plan
@@ -136,13 +130,13 @@ def plan_file(host: HostView, path: str, planner: _Planner) -> SpecPlan:
 
 
 def plan_spec_dirs(host: HostView, spec_dirs: Sequence[str], driver_roots: tuple[str, ...]) -> list[SpecPlan]:
-    """Plans for every spec file the CDI library reads in spec_dirs (host paths under host.root)."""
+    """Plans for every spec file the CDI library reads in spec_dirs (node paths)."""
     planner = _Planner(host, driver_roots, resolve_driver_root(host, driver_roots))
     plans = []
     for directory in spec_dirs:
-        files, _skipped, _unread = spec_files(_on_host(host.root, directory))
-        for real in files:
-            plans.append(plan_file(host, posixpath.join(directory, os.path.basename(real)), planner))
+        files, _skipped, _unread = spec_files(directory, host)
+        for path in files:
+            plans.append(plan_file(host, path, planner))
     return plans
 
 
@@ -152,9 +146,8 @@ def write_plans(host: HostView, plans: Sequence[SpecPlan]) -> None:
     for plan in plans:
         if not plan.changed or plan.new_text is None:
             continue
-        real = _on_host(host.root, plan.path)
         try:
-            current = io.read_bounded(real).decode("utf-8", errors="replace")
+            current = host.read_bytes(plan.path).decode("utf-8", errors="replace")
         except (io.ReadError, io.TooLarge) as exc:
             plan.problems.append(f"cannot be read again before writing: {str(exc).split(': ', 1)[-1]}")
             continue
@@ -162,6 +155,6 @@ def write_plans(host: HostView, plans: Sequence[SpecPlan]) -> None:
             plan.problems.append("changed while it was being reconciled")
             continue
         try:
-            io.write_atomic(real, plan.new_text.encode("utf-8"))
+            host.write_atomic(plan.path, plan.new_text.encode("utf-8"))
         except OSError as exc:
             plan.problems.append(f"cannot be written: {exc.strerror or exc}")

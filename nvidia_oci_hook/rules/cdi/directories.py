@@ -183,7 +183,7 @@ def spec_directory_not_read(value: Any, context: Context) -> Iterator[Problem]:
     """
     collection = _collection(value)
     for directory, reason in collection.unread.items():
-        target = os.path.realpath(directory)
+        target = collection.files.canonical(directory) or directory
         yield Problem(
             "",
             f"spec directory {directory} {reason}: the CDI library loads no spec from it",
