@@ -6,8 +6,8 @@ Every case is a separate process started as the launchers start the tool's inter
 package found through PYTHONPATH), timed wall-clock and interleaved run by run with the others. The floor is
 that interpreter doing nothing. The node is built once in a temporary directory, laid out as a GPU node whose
 driver runs in the GPU Operator's container (seed 003's state): cri-o and containerd configurations with
-drop-ins, CDI specs, hooks directories, validation markers, stray device nodes where mknod is allowed, a dpkg
-database, and the `/var/run -> /run` link every real node has. `--host-root /` times this machine as the node.
+drop-ins, CDI specs, hooks directories, validation markers, stray device nodes where mknod is allowed, and a
+dpkg database. `--host-root /` times this machine as the node.
 REV (default HEAD) is exported with `git archive` into a temporary directory and run from there.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_runtime import cdi_spec_yaml, driver_root, gpu_config
 from timing import Case, Section, interleaved_medians, ratio_row, render_text
 
 REPO = Path(__file__).resolve().parent.parent
@@ -104,10 +106,10 @@ def build_node(root: Path, gpus: int = 8) -> None:
     write("/etc/containerd/conf.d/99-nvidia.toml", CONTAINERD_DROP_IN)
     write("/usr/share/containers/oci/hooks.d/oci-nvidia-hook.json", HOOK)
     write("/etc/containers/oci/hooks.d/nvidia.json", HOOK)
-    write("/run/cdi/nvidia.yaml", cdi_spec(gpus))
+    # /var/run a directory of its own, not the real nodes' link to /run: a revision that followed that link out
+    # of the root would read this machine's /run/cdi and do less work, and the comparison would flatter it.
+    write("/var/run/cdi/nvidia.yaml", cdi_spec(gpus))
     write("/etc/cdi/nvidia-mig.yaml", cdi_spec(2).replace("nvidia.com/gpu", "nvidia.com/mig"))
-    (root / "var").mkdir(parents=True, exist_ok=True)
-    (root / "var/run").symlink_to("/run")
     write(
         "/var/lib/dpkg/status",
         "".join(
@@ -145,8 +147,27 @@ def command(tree: Path, *args: str) -> list[str]:
     return [PYTHON, "-I", "-S", "-c", code, *args]
 
 
-def run_quietly(argv: list[str]) -> None:
-    result = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+def guard_inputs(directory: Path) -> tuple[Path, bytes]:
+    """The runtime-facing path, which takes no host root: the prestart guard's configuration (a fake driver root
+    and its CDI spec) and the state of a GPU container whose device is requested by a CDI annotation."""
+    driver = driver_root(directory)
+    (directory / "cdi").mkdir()
+    (directory / "cdi/nvidia.yaml").write_text(cdi_spec_yaml(driver))
+    (directory / "rootfs").mkdir()
+    bundle = directory / "bundle"
+    bundle.mkdir()
+    (bundle / "config.json").write_text(json.dumps(gpu_config(directory / "rootfs", driver, True)))
+    config = directory / "config.yaml"
+    config.write_text(
+        f"driver_roots: [/, {driver}]\ncdi:\n  spec_dirs: [{directory / 'cdi'}]\n"
+        f"log:\n  file: {directory / 'guard.log'}\n  syslog: false\n"
+    )
+    state = {"ociVersion": "1.0.2", "id": "bench", "status": "creating", "pid": 1, "bundle": str(bundle)}
+    return config, json.dumps(state, separators=(",", ":")).encode()
+
+
+def run_quietly(argv: list[str], stdin: bytes = b"") -> None:
+    result = subprocess.run(argv, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     if result.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv[-6:])}: exit {result.returncode}: {result.stderr.decode()[-400:]}")
 
@@ -170,6 +191,12 @@ def main() -> None:
                 argv = command(tree, *args, "--host-root", root)
                 run_quietly(argv)  # fails loudly before any timing
                 cases[f"{label}, {name}"] = Case(lambda argv=argv: run_quietly(argv), settle=0)
+        guard_config, guard_state = guard_inputs(Path(scratch) / "guard")
+        commands["hook prestart"] = ()
+        for name, tree in trees.items():
+            argv = command(tree, "--config", str(guard_config), "hook", "prestart")
+            run_quietly(argv, guard_state)
+            cases[f"hook prestart, {name}"] = Case(lambda argv=argv: run_quietly(argv, guard_state), settle=0)
         timings = interleaved_medians(options.runs, cases)
         floor = timings["interpreter alone (python3 -I -S)"]
         rows = [ratio_row(name, timing, floor) for name, timing in timings.items()]
