@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
@@ -21,11 +22,14 @@ from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.containerd.config import cdi_spec_dirs
 from nvidia_oci_hook.kinds.containerd.kind import CONTAINERD, is_containerd_config
 from nvidia_oci_hook.kinds.containerd.pathmatch import go_path_match
+from nvidia_oci_hook.kinds.containerd.structs import MapOf, Table, plugin_tables, server_table
 from nvidia_oci_hook.kinds.containerd.versions import describe_series
 from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
 from nvidia_oci_hook.rules.base import Context, all_rules
 from tests.containerd.corpus import entries
+from tests.crio.key_mutations import mutations as key_mutations
+from tests.crio.key_mutations import to_toml
 from tests.helpers import FakeHost
 
 V2 = 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n'
@@ -128,6 +132,22 @@ CASES = [
         "version = 3\n[plugins.cri]\n",
         'version = 3\n[plugins."io.containerd.monitor.v1.cgroups"]\n',
         id="v3-short-plugin-name",
+    ),
+    Case(
+        "CTD102",
+        V2 + 'plugins."io.containerd.grpc.v1.cri".enable_selinux = true\n',
+        V2 + "enable_selinux = true\n",
+        id="dotted-key-from-the-top",
+        line=3,
+    ),
+    Case(
+        "CTD102",
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n"default_runtime_name" = "runc"\n'
+        '"runtimes.runc.runtime_type" = "io.containerd.runc.v2"\n',
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n"default_runtime_name" = "runc"\n'
+        'runtimes.runc.runtime_type = "io.containerd.runc.v2"\n',
+        id="quoted-dotted-key",
+        line=4,
     ),
     Case("CTD103", V2 + "enable_cdi = true\n", V2 + "enable_selinux = true\n"),
     Case("CTD103", V2 + "systemd_cgroup = false\n", V2 + "enable_selinux = false\n", id="removed-in-2"),
@@ -398,3 +418,170 @@ def test_no_rule_raises_on_mistyped_values(tmp_path: Path) -> None:
                     assert problem.message
             checked += 1
     assert checked > 3000
+
+
+# --- dotted and quoted keys: TOML reads a dotted key relative to its table, a quoted key as one name ---
+
+CRI = 'plugins."io.containerd.grpc.v1.cri"'
+IGNORE = "containerd 1.6 and later ignore it"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message", "hint"),
+    [
+        pytest.param(
+            V2 + 'plugins."io.containerd.grpc.v1.cri".enable_selinux = true\n',
+            3,
+            f"plugins is not a key of {CRI}: {IGNORE}",
+            f"containerd reads plugins from the top level in a version 2 file; names inside [{CRI}] are relative to "
+            f"it, so this is {CRI}.plugins",
+            id="own-path-from-the-top",
+        ),
+        pytest.param(
+            V2 + 'grpc.address = "/run/containerd/containerd.sock"\n',
+            3,
+            f"grpc is not a key of {CRI}: {IGNORE}",
+            f"containerd reads grpc from the top level in a version 2 file; names inside [{CRI}] are relative to "
+            f"it, so this is {CRI}.grpc",
+            id="top-level-table-path",
+        ),
+        pytest.param(
+            f'version = 2\n[{CRI}.containerd]\ncontainerd.snapshotter = "overlayfs"\n',
+            3,
+            f"containerd is not a key of {CRI}.containerd: {IGNORE}",
+            f"containerd reads containerd from [{CRI}] in a version 2 file; names inside [{CRI}.containerd] are "
+            f"relative to it, so this is {CRI}.containerd.containerd",
+            id="own-name-repeated",
+        ),
+        pytest.param(
+            f'version = 2\n[{CRI}.containerd]\n"runtimes.runc.runtime_type" = "io.containerd.runc.v2"\n',
+            3,
+            f'"runtimes.runc.runtime_type" is not a key of {CRI}.containerd: {IGNORE}',
+            'the quotes make "runtimes.runc.runtime_type" one key; write runtimes.runc.runtime_type without them',
+            id="quoted-path-of-a-setting",
+        ),
+        pytest.param(
+            f'version = 2\n[{CRI}.containerd.runtimes.runc]\nruntime_type = "io.containerd.runc.v2"\n'
+            '"options.SystemdCgroup" = true\n',
+            4,
+            f'"options.SystemdCgroup" is not a key of {CRI}.containerd.runtimes.runc: {IGNORE}',
+            'the quotes make "options.SystemdCgroup" one key; write options.SystemdCgroup without them',
+            id="quoted-path-into-runc-options",
+        ),
+        pytest.param(
+            f'version = 2\n[{CRI}.containerd.runtimes.runc]\nruntime_type = "io.containerd.runc.v2"\n'
+            f'[{CRI}.containerd.runtimes.runc.options]\n"a.b" = true\n',
+            5,
+            f'"a.b" is not a key of {CRI}.containerd.runtimes.runc.options: {IGNORE}',
+            "delete it, or check the key against `containerd config default`",
+            id="quoted-dotted-key-in-runc-options",
+        ),
+        pytest.param(
+            f'version = 2\n[{CRI}.containerd]\n"a.b" = 1\n',
+            3,
+            f'"a.b" is not a key of {CRI}.containerd: {IGNORE}',
+            "delete it, or check the key against `containerd config default`",
+            id="quoted-dotted-key",
+        ),
+        pytest.param(
+            'version = 2\n"grpc.address" = "/run/containerd/containerd.sock"\n',
+            2,
+            f'"grpc.address" is not a key of the top level: {IGNORE}',
+            'the quotes make "grpc.address" one key; write grpc.address without them',
+            id="quoted-path-at-top-level",
+        ),
+        pytest.param(
+            'version = 2\n"io.containerd.grpc.v1.cri".enable_selinux = true\n',
+            2,
+            f'"io.containerd.grpc.v1.cri" is not a key of the top level: {IGNORE}',
+            f'containerd reads "io.containerd.grpc.v1.cri" only as [{CRI}]',
+            id="plugin-section-at-top-level",
+        ),
+        pytest.param(
+            f"version = 2\n[{CRI}.nosuch]\nx.y = 1\n",
+            2,
+            f"nosuch is not a key of {CRI}: {IGNORE}",
+            "delete it, or check the key against `containerd config default`",
+            id="under-a-table-that-does-not-exist",
+        ),
+        pytest.param(
+            "version = 2\nnosuch.x = 1\n",
+            2,
+            f"nosuch is not a key of the top level: {IGNORE}",
+            "delete it, or check the key against `containerd config default`",
+            id="unknown-dotted-at-top-level",
+        ),
+        pytest.param(
+            'version = 2\ngrpc.adress = "/run/containerd/containerd.sock"\n',
+            2,
+            f"adress is not a key of grpc: {IGNORE}",
+            "did you mean address?",
+            id="dotted-at-top-level",
+        ),
+    ],
+)
+def test_each_shape_of_key_gets_one_finding(text: str, line: int, message: str, hint: str) -> None:
+    found = [(f.code, f.line, f.message, f.hint) for f in lint_toml(text)]
+    assert found == [("CTD102", line, message, hint)]
+
+
+def test_a_version_3_plugin_section_inside_itself() -> None:
+    text = 'version = 3\n[plugins."io.containerd.cri.v1.runtime"]\n"io.containerd.cri.v1.runtime".enable_cdi = true\n'
+    section = 'plugins."io.containerd.cri.v1.runtime"'
+    by_code = {f.code: f for f in lint_toml(text)}
+    assert sorted(by_code) == ["CTD101", "CTD102", "CTD106"]
+    assert by_code["CTD102"].hint == (
+        f'containerd reads "io.containerd.cri.v1.runtime" only as [{section}]; names inside [{section}] are '
+        f'relative to it, so this is {section}."io.containerd.cri.v1.runtime"'
+    )
+
+
+def test_right_dotted_keys_are_read() -> None:
+    text = (
+        V2 + 'containerd.runtimes.runc.runtime_type = "io.containerd.runc.v2"\n'
+        "containerd.runtimes.runc.options.SystemdCgroup = true\n"
+    )
+    assert lint_toml(text) == []
+
+
+def _table_paths(kind: Any, path: tuple[str, ...], out: list[tuple[str, ...]]) -> None:
+    if isinstance(kind, MapOf):
+        _table_paths(kind.value, (*path, "runc"), out)
+    elif isinstance(kind, Table):
+        out.append(path)
+        for key, entry in kind.fields.items():
+            _table_paths(entry.type, (*path, key), out)
+
+
+def _tables(version: int) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    _table_paths(server_table(version)[0], (), out)
+    for name, (table, _readers) in plugin_tables(version).items():
+        _table_paths(table, ("plugins", name), out)
+    return [(*path, "options") if path[-1:] == ("runc",) else path for path in out]
+
+
+def test_no_rule_raises_on_moved_quoted_or_dotted_keys() -> None:
+    rules = [r for r in all_rules() if CONTAINERD in r.kinds and r.check is not None]
+    tables = {version: _tables(version) for version in (1, 2, 3)}
+    rng = random.Random(20260407)
+    checked = 0
+    for entry in entries():
+        parsed = parse_toml(entry.path.read_bytes())
+        if not parsed.ok or not isinstance(parsed.value, dict):
+            continue
+        version = parsed.value.get("version")
+        paths = tables.get(version if isinstance(version, int) and version in tables else 2, tables[2])
+        for label, mutated in key_mutations(entry.id, parsed.value, paths, 30):
+            context = Context()
+            for rule in rules:
+                assert rule.check is not None
+                for problem in rule.check(mutated, context):
+                    assert problem.message and problem.hint, (label, rule.code, problem)
+            text = to_toml(rng, mutated)
+            reparsed = parse_toml(text.encode())
+            assert reparsed.ok and reparsed.value == mutated, (label, text)
+            for finding in lint_toml(text):
+                assert finding.message and finding.line is not None and finding.line >= 1, (label, text, finding)
+            checked += 1
+    assert checked > 1000

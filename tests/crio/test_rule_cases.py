@@ -210,6 +210,27 @@ CASES = [
         id="missing-crio-prefix",
     ),
     Case(
+        "CRO101",
+        dropin(RUNTIME + 'locrio.runtime.g_level = "info"\n'),
+        dropin(RUNTIME + 'log_level = "info"\n'),
+        at=("crio.conf.d/99-nvidia.conf", 2),
+        id="spliced-dotted-key",
+    ),
+    Case(
+        "CRO101",
+        dropin(RUNTIME + 'crio.image.pause_image = "registry.k8s.io/pause:3.10"\n'),
+        dropin('[crio.image]\npause_image = "registry.k8s.io/pause:3.10"\n'),
+        at=("crio.conf.d/99-nvidia.conf", 2),
+        id="dotted-key-from-the-top",
+    ),
+    Case(
+        "CRO101",
+        dropin('"crio.runtime.log_level" = "info"\n'),
+        dropin('crio.runtime.log_level = "info"\n'),
+        at=("crio.conf.d/99-nvidia.conf", 1),
+        id="quoted-dotted-key",
+    ),
+    Case(
         "CRO102",
         dropin(RUNTIME + 'hooks_dir = ["/etc/containers/oci/hooks.d"]\n'),
         dropin(RUNTIME + 'hooks_dir = ["/usr/share/containers/oci/hooks.d/", "/etc/containers/oci/hooks.d"]\n'),

@@ -165,19 +165,22 @@ class _Merger:
         self._table(TOP, value, self.config.value, "", "", path, (), ())
 
     def _big_integers(self, path: Optional[str], value: Any, pointer: str, key: tuple[str, ...]) -> None:
-        """Integers beyond 64 bits: tomllib reads them, BurntSushi's parser refuses the file."""
-        if isinstance(value, bool):
-            return
-        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
-            message = f"{value} is out of range for int64"
-            expected = "an integer from -2^63 to 2^63-1"
-            self.config.decode_errors.append(DecodeError(Origin(path, pointer), key, message, expected))
-        elif isinstance(value, dict):
-            for name, item in value.items():
-                self._big_integers(path, item, pointer_join(pointer, name), (*key, name))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                self._big_integers(path, item, pointer_join(pointer, index), key)
+        """Integers beyond 64 bits: tomllib reads them, BurntSushi's parser refuses the file. A stack of its own:
+        a dotted key is one level per part, and a file may hold thousands of them."""
+        pending = [(value, pointer, key)]
+        while pending:
+            item, at, where = pending.pop()
+            if isinstance(item, bool):
+                continue
+            if isinstance(item, int) and not INT64_MIN <= item <= INT64_MAX:
+                message = f"{item} is out of range for int64"
+                expected = "an integer from -2^63 to 2^63-1"
+                self.config.decode_errors.append(DecodeError(Origin(path, at), where, message, expected))
+            elif isinstance(item, dict):
+                children = [(child, pointer_join(at, name), (*where, name)) for name, child in item.items()]
+                pending.extend(reversed(children))  # in the file's order, as the recursion reported them
+            elif isinstance(item, list):
+                pending.extend(reversed([(child, pointer_join(at, index), where) for index, child in enumerate(item)]))
 
     def _drop(self, pointer: str) -> None:
         prefix = pointer + "/"

@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
 from nvidia_oci_hook.kinds.containerd.reading import DropIn
-from nvidia_oci_hook.kinds.containerd.structs import RUNC_OPTIONS, Table, plugin_tables
+from nvidia_oci_hook.kinds.containerd.structs import (
+    RUNC_OPTIONS,
+    AnyValue,
+    MapOf,
+    Table,
+    Type,
+    plugin_tables,
+    server_table,
+)
 from nvidia_oci_hook.kinds.containerd.versions import (
+    ALL,
     CDI_KEYS,
     CRI_IMAGES,
     CRI_RUNTIME,
@@ -22,7 +31,7 @@ from nvidia_oci_hook.kinds.containerd.versions import (
     V2X,
     describe_series,
 )
-from nvidia_oci_hook.kinds.containerd.walk import KeyIssue, iter_tree, toml_key
+from nvidia_oci_hook.kinds.containerd.walk import KeyIssue, iter_tree, lookup, toml_key
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _runc, _walk, _who
 from nvidia_oci_hook.rules.containerd.versions import _uri_hint
@@ -104,8 +113,12 @@ def cdi_setting_ignored(value: Any, context: Context) -> Iterator[Problem]:
 _DID_YOU_MEAN_CUTOFF = 0.75
 
 
+_MISSING: Any = object()
+
+
 def _other_tables(config: ContainerdConfig) -> list[tuple[tuple[str, ...], Table]]:
-    """The CRI tables of this version, by TOML path, for 'belongs in ...' hints."""
+    """The CRI tables of this version, then the top level and its tables, by TOML path, for 'belongs in ...'
+    hints."""
     out: list[tuple[tuple[str, ...], Table]] = []
     for name, (table, _readers) in plugin_tables(config.version).items():
         base = ("plugins", name)
@@ -113,21 +126,106 @@ def _other_tables(config: ContainerdConfig) -> list[tuple[tuple[str, ...], Table
         for key, entry in table.fields.items():
             if isinstance(entry.type, Table):
                 out.append(((*base, key), entry.type))
+    server, _readers = server_table(config.version)
+    out.append(((), server))
+    out.extend(((key,), entry.type) for key, entry in server.fields.items() if isinstance(entry.type, Table))
     return out
+
+
+def _descend(kind: Type, path: tuple[str, ...], readers: frozenset[str]) -> Optional[Type]:
+    for part in path:
+        if isinstance(kind, MapOf):
+            kind = kind.value  # the part names an entry
+        elif isinstance(kind, AnyValue):
+            return kind
+        elif isinstance(kind, Table):
+            match = lookup(kind, part, readers)
+            if match is None:
+                return None
+            kind = match.field.type
+        else:
+            return None
+    return kind
+
+
+def _resolve(config: ContainerdConfig, path: tuple[str, ...]) -> Optional[Type]:
+    """What a key path from the top sets in a file of this version; None where no release reads it."""
+    readers = config.readers or ALL
+    if len(path) >= 2 and path[0] == "plugins":
+        section = plugin_tables(config.version).get(path[1])
+        return None if section is None else _descend(section[0], path[2:], readers)
+    return _descend(server_table(config.version)[0], path, readers)
+
+
+def _fits(config: ContainerdConfig, datum: Any, kind: Optional[Type]) -> bool:
+    """Whether a value would be read, every key of it known, where `kind` is read. Only known keys are
+    followed, so this goes no deeper than containerd's structs, however deep the value."""
+    if kind is None:
+        return False
+    if datum is _MISSING or isinstance(kind, AnyValue):
+        return True
+    if isinstance(kind, Table):
+        if not isinstance(datum, dict):
+            return False
+        for key, item in datum.items():
+            match = lookup(kind, key, config.readers or ALL)
+            if match is None or not _fits(config, item, match.field.type):
+                return False
+        return True
+    if isinstance(kind, MapOf):
+        return isinstance(datum, dict) and all(_fits(config, item, kind.value) for item in datum.values())
+    return not isinstance(datum, dict)
+
+
+def _datum(config: ContainerdConfig, path: tuple[str, ...]) -> Any:
+    node: Any = config.value
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _place(path: tuple[str, ...]) -> str:
+    return f"[{toml_key(path)}]" if path else "the top level"
 
 
 def _unknown_hint(issue: KeyIssue, config: ContainerdConfig) -> str:
     key = issue.key
     parent = issue.path[:-1]
+    datum = _datum(config, issue.path)
     if (
         len(parent) >= 2
         and parent[-2] == "runtimes"
         and any(k.casefold() == key.casefold() for k in RUNC_OPTIONS.fields)
     ):
         return f"runc options go in [{toml_key((*parent, 'options'))}]"
-    for path, table in _other_tables(config):
-        if path != parent and any(k.casefold() == key.casefold() for k in table.fields):
-            return f"containerd reads {key} from [{toml_key(path)}] in a version {config.version} file"
+    if "." in key and parent != ("plugins",):
+        # "a.b" = 1 is one key named a.b: neither go-toml splits a quoted key.
+        unquoted = tuple(key.split("."))
+        if issue.table is RUNC_OPTIONS:
+            meant = _descend(RUNC_OPTIONS, unquoted, config.readers or ALL)
+        else:
+            meant = _resolve(config, (*parent, *unquoted))
+        if _fits(config, datum, meant):
+            return f"the quotes make {toml_key((key,))} one key; write {toml_key(unquoted)} without them"
+    # The usual cause of a table in the wrong place: a dotted key spelt from the top, as if the table it sits in
+    # did not count.
+    relative = f"; names inside [{toml_key(parent)}] are relative to it, so this is {toml_key(issue.path)}"
+    if key in plugin_tables(config.version) and parent != ("plugins",):
+        section = toml_key(("plugins", key))
+        return f"containerd reads {toml_key((key,))} only as [{section}]" + (relative if parent else "")
+    homes = [
+        path
+        for path, table in _other_tables(config)
+        if path != parent and any(k.casefold() == key.casefold() for k in table.fields)
+    ]
+    homes.sort(key=lambda path: not _fits(config, datum, _resolve(config, (*path, key))))
+    if homes:
+        hint = f"containerd reads {key} from {_place(homes[0])} in a version {config.version} file"
+        if isinstance(datum, dict) and len(homes[0]) < len(parent) and parent[: len(homes[0])] == homes[0]:
+            hint += relative
+        return hint
     if key == "sandbox_image" and config.version >= 3:
         pinned = toml_key(("plugins", CRI_IMAGES, "pinned_images"))
         return f"in a version 3 file the sandbox image is sandbox in [{pinned}]"
@@ -157,7 +255,9 @@ def unknown_key(value: Any, context: Context) -> Iterator[Problem]:
     release from 1.6 to 2.3 that reads this config version knows it, in any spelling containerd accepts. In a
     version 3 file, a `plugins` section that is not a plugin URI is reported too. Other plugins' tables, and the
     options of non-runc runtimes (passed whole to the runtime), are not checked. `enable_cdi` and
-    `cdi_spec_dirs` in the wrong place are CTD101.
+    `cdi_spec_dirs` in the wrong place are CTD101. A dotted key is read relative to the table it is written in:
+    `grpc.address` inside `[plugins."io.containerd.grpc.v1.cri"]` is a `grpc` key of the CRI plugin, not the
+    top-level `[grpc]`; a quoted key holding dots (`"containerd.snapshotter"`) is one key of that name.
 
     ## Why it matters
     containerd 1.x ignores unknown keys silently and 2.x logs `Ignoring unknown key in TOML` at warning level,
@@ -187,7 +287,7 @@ def unknown_key(value: Any, context: Context) -> Iterator[Problem]:
                 "plugin by that name and ignore the section"
             )
         else:
-            message = f"{issue.key} is not a key of {where}: {_who(issue.readers, 'ignore')} it"
+            message = f"{toml_key((issue.key,))} is not a key of {where}: {_who(issue.readers, 'ignore')} it"
         yield Problem(issue.pointer, message, _unknown_hint(issue, config))
 
 
