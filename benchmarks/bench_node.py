@@ -177,6 +177,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--against", default="HEAD", metavar="REV")
     parser.add_argument("--host-root", metavar="DIR", help="time this node root instead of a built one")
+    parser.add_argument(
+        "--cases", default="lint,doctor,hook", help="which of lint, doctor, hook to time (comma-separated)"
+    )
     options = parser.parse_args()
     with exported(options.against) as before, tempfile.TemporaryDirectory(prefix="bench-node-") as scratch:
         root = options.host_root
@@ -184,7 +187,12 @@ def main() -> None:
             root = str(Path(scratch) / "node")
             build_node(Path(root))
         trees = {"this tree": REPO, f"{options.against}": before}
-        commands = {"lint --node": ("lint", "--node"), "doctor": ("doctor",)}
+        wanted = set(options.cases.split(","))
+        commands = {
+            label: args
+            for label, args, case in (("lint --node", ("lint", "--node"), "lint"), ("doctor", ("doctor",), "doctor"))
+            if case in wanted
+        }
         cases = {"interpreter alone (python3 -I -S)": Case(lambda: run_quietly([PYTHON, "-I", "-S", "-c", "pass"]))}
         for label, args in commands.items():
             for name, tree in trees.items():
@@ -192,8 +200,8 @@ def main() -> None:
                 run_quietly(argv)  # fails loudly before any timing
                 cases[f"{label}, {name}"] = Case(lambda argv=argv: run_quietly(argv), settle=0)
         guard_config, guard_state = guard_inputs(Path(scratch) / "guard")
-        commands["hook prestart"] = ()
-        for name, tree in trees.items():
+        for name, tree in trees.items() if "hook" in wanted else ():
+            commands["hook prestart"] = ()
             argv = command(tree, "--config", str(guard_config), "hook", "prestart")
             run_quietly(argv, guard_state)
             cases[f"hook prestart, {name}"] = Case(lambda argv=argv: run_quietly(argv, guard_state), settle=0)
