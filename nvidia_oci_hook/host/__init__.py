@@ -17,13 +17,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Optional
 
-_MAX_LINKS = 40  # the kernel's own limit on links followed in one lookup
-# Linux's errno values, named here: importing errno costs every container start a tenth of a millisecond.
-_ENOTDIR, _EINVAL, _ELOOP, _ESTALE = 20, 22, 40, 116
-_DIRECTORY_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# Descriptors of resolved directories kept for one run; a node's /proc has a directory per process.
-_MAX_OPEN_DIRECTORIES = 256
-_GLOB_MAGIC = "*?["
+# Linux's errno value, named here: importing errno costs every container start a tenth of a millisecond.
+_EINVAL = 22
 
 # Where an NVIDIA driver may live: installed on the host, or in the GPU Operator's driver container.
 DEFAULT_DRIVER_ROOTS = ("/", "/run/nvidia/driver")
@@ -79,129 +74,38 @@ def _identity(info: os.stat_result) -> DeviceIdentity:
 class HostView:
     """The node's filesystem as its own processes see it, whatever machine this tool runs on.
 
-    Every path is a node path ("/etc/cdi/nvidia.yaml"). On a host root other than "/" each component is resolved
-    here, inside the root, from directory descriptors: an absolute link target restarts at the root, ".." stops at
-    it, more than 40 links is ELOOP, and the final call names one component relative to its resolved directory
-    without following a link (O_NOFOLLOW, dir_fd=), so the kernel never resolves a node's link against this
-    machine's "/". On "/" the kernel's own resolution is the node's, and plain calls are made.
+    Every path is a node path ("/etc/cdi/nvidia.yaml"). On "/" the kernel's own resolution is the node's, and
+    this class makes plain calls. On any other host root, HostView(root) is a RootedView (host/rooted.py), which
+    resolves each component inside the root and makes every call relative to a resolved directory: loaded only
+    then, so that the runtime path, which always looks at "/", pays nothing for it.
     """
+
+    rooted = False
 
     # Files a user names are read as named: relative paths, and pipes (`lint <(...)`); a node's paths are absolute
     # and only its regular files are read.
     _as_named = False
 
+    def __new__(cls, root: str = "/") -> HostView:
+        if cls is HostView and os.path.abspath(root) != "/":
+            from nvidia_oci_hook.host.rooted import RootedView
+
+            return super().__new__(RootedView)
+        return super().__new__(cls)
+
     def __init__(self, root: str = "/") -> None:
         self.root = os.path.abspath(root)
-        self.rooted = self.root != "/"
         # One view serves one run; several rules ask about the same paths.
         self._stats: dict[str, Optional[os.stat_result]] = {}
-        self._directories: dict[str, int] = {}  # canonical node path -> O_PATH descriptor
-
-    def __del__(self) -> None:
-        try:  # noqa: SIM105 - contextlib costs start-up time on the runtime path
-            self.close()
-        except Exception:  # at interpreter exit os may be gone; the descriptors go with the process
-            pass
-
-    def close(self) -> None:
-        directories, self._directories = self._directories, {}
-        for fd in directories.values():
-            try:  # noqa: SIM105 - contextlib costs start-up time on the runtime path
-                os.close(fd)
-            except OSError:
-                pass
 
     # -- resolution --------------------------------------------------------------------------------------------
-
-    def _directory(self, canonical: str, parent: int, name: str) -> int:
-        fd = self._directories.get(canonical)
-        if fd is None:
-            # O_NOFOLLOW with O_PATH opens a link itself, and O_DIRECTORY then refuses it: a directory swapped
-            # for a link after the lstat that resolved it is never entered.
-            fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
-            if len(self._directories) >= _MAX_OPEN_DIRECTORIES:
-                self._forget_all_but(canonical)
-            self._directories[canonical] = fd
-        return fd
-
-    def _forget_all_but(self, canonical: str) -> None:
-        """Close the cached descriptors that are not ancestors of canonical: the walk under way holds only those."""
-        for key in list(self._directories):
-            if key != "/" and not canonical.startswith(key + "/"):
-                os.close(self._directories.pop(key))
-
-    def _root_fd(self) -> int:
-        fd = self._directories.get("/")
-        if fd is None:
-            fd = os.open(self.root, _DIRECTORY_FLAGS & ~os.O_NOFOLLOW)  # a host root that is a link is followed
-            self._directories["/"] = fd
-        return fd
-
-    def _walk(self, path: str, follow: bool) -> tuple[int, str, str]:
-        """(descriptor of the resolved parent directory, last component, canonical node path) of a node path.
-
-        The last component need not exist (a file about to be created); every one before it must be a directory.
-        With follow, a last component that is a link is resolved too. Raises OSError as the kernel would.
-        """
-        if not path.startswith("/"):
-            raise OSError(_EINVAL, "not an absolute node path", path)
-        pending = [part for part in reversed(path.split("/")) if part and part != "."]
-        resolved: list[str] = []
-        fd = self._root_fd()
-        links = 0
-        while pending:
-            part = pending.pop()
-            if part == "..":
-                if resolved:
-                    resolved.pop()
-                    fd = self._reopen(resolved)
-                continue
-            last = not pending
-            if last and not follow:
-                return fd, part, _joined(resolved, part)
-            try:
-                info = os.stat(part, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                if last:
-                    return fd, part, _joined(resolved, part)
-                raise
-            if stat.S_ISLNK(info.st_mode):
-                links += 1
-                if links > _MAX_LINKS:
-                    raise OSError(_ELOOP, os.strerror(_ELOOP), path)
-                target = os.readlink(part, dir_fd=fd)
-                if target.startswith("/"):
-                    resolved = []
-                    fd = self._root_fd()
-                pending.extend(reversed([p for p in target.split("/") if p and p != "."]))
-                continue
-            if last:
-                return fd, part, _joined(resolved, part)
-            if not stat.S_ISDIR(info.st_mode):
-                raise OSError(_ENOTDIR, os.strerror(_ENOTDIR), path)
-            resolved.append(part)
-            fd = self._directory(_joined(resolved), fd, part)
-        # The path names a directory reached through "..", a link or nothing at all ("/").
-        return fd, ".", _joined(resolved)
-
-    def _reopen(self, resolved: list[str]) -> int:
-        """The descriptor of an already resolved directory, reached again by its canonical components."""
-        fd = self._root_fd()
-        for index, part in enumerate(resolved):
-            fd = self._directory(_joined(resolved[: index + 1]), fd, part)
-        return fd
 
     def canonical(self, path: str) -> Optional[str]:
         """The node path with every link resolved inside the root, if it exists: two names of one place compare
         equal."""
         if self.stat(path) is None:
             return None
-        if not self.rooted:
-            return os.path.realpath(path)
-        try:
-            return self._walk(path, True)[2]
-        except (OSError, ValueError):
-            return None
+        return os.path.realpath(path)
 
     # -- looking -----------------------------------------------------------------------------------------------
 
@@ -209,9 +113,6 @@ class HostView:
         """stat (or, without follow, lstat) of a node path; raises OSError as the kernel would on the node."""
         if not path.startswith("/") and not self._as_named:
             raise OSError(_EINVAL, "not an absolute node path", path)
-        if self.rooted:
-            fd, name, _ = self._walk(path, follow)
-            return os.stat(name, dir_fd=fd, follow_symlinks=False)
         return os.stat(path, follow_symlinks=follow)
 
     def stat(self, path: str) -> Optional[os.stat_result]:
@@ -265,20 +166,11 @@ class HostView:
 
     def readlink(self, path: str) -> str:
         """A link's target as the node stores it; raises OSError."""
-        if not self.rooted:
-            return os.readlink(path)
-        fd, name, _ = self._walk(path, False)
-        return os.readlink(name, dir_fd=fd)
+        return os.readlink(path)
 
     def listdir(self, path: str) -> list[str]:
         """Names in a node directory, unsorted, as os.listdir; raises OSError."""
-        if not self.rooted:
-            return os.listdir(path)
-        fd = self._open(path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            return os.listdir(fd)
-        finally:
-            os.close(fd)
+        return os.listdir(path)
 
     def list_dir(self, path: str) -> list[str]:
         """Names in a node directory, sorted; empty when it is absent or unreadable."""
@@ -307,42 +199,11 @@ class HostView:
         """The node paths an absolute glob pattern matches, as Go's filepath.Glob: each component's pattern
         against the names of the directories matched so far; names starting with "." only by a pattern that
         does."""
-        if not self.rooted:
-            import glob as globbing
+        import glob as globbing
 
-            return sorted(globbing.glob(pattern))
-        import fnmatch
-
-        matches = ["/"]
-        for part in [p for p in pattern.split("/") if p]:
-            following: list[str] = []
-            for base in matches:
-                if not any(c in part for c in _GLOB_MAGIC):
-                    candidate = posixpath.join(base, part)
-                    if self.lexists(candidate):
-                        following.append(candidate)
-                    continue
-                for name in self.list_dir(base):
-                    if name.startswith(".") and not part.startswith("."):
-                        continue
-                    if fnmatch.fnmatchcase(name, part):
-                        following.append(posixpath.join(base, name))
-            matches = following
-        return sorted(matches)
+        return sorted(globbing.glob(pattern))
 
     # -- reading -----------------------------------------------------------------------------------------------
-
-    def _open(self, path: str, flags: int, follow: bool = True) -> int:
-        """A descriptor of the node file path, opened relative to its resolved directory without following a
-        link, then checked (fstat) to be the object that resolution found."""
-        fd_dir, name, _ = self._walk(path, follow)
-        seen = os.stat(name, dir_fd=fd_dir, follow_symlinks=False)
-        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=fd_dir)
-        info = os.fstat(fd)
-        if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
-            os.close(fd)
-            raise OSError(_ESTALE, "changed while it was opened", path)
-        return fd
 
     def open_read(self, path: str) -> int:
         """A read descriptor of a node file; raises io.ReadError. Only a regular file is opened: reading a FIFO
@@ -350,10 +211,7 @@ class HostView:
         from nvidia_oci_hook import io
 
         try:
-            if self.rooted:
-                fd = self._open(path, os.O_RDONLY)
-            else:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            fd = self._open(path, os.O_RDONLY)
         except (OSError, ValueError) as exc:
             raise io.ReadError(f"{path}: cannot open: {getattr(exc, 'strerror', None) or exc}") from None
         info = os.fstat(fd)
@@ -362,6 +220,10 @@ class HostView:
             raise io.ReadError(f"{path}: is a directory" if stat.S_ISDIR(info.st_mode) else f"{path}: not a file")
         os.set_blocking(fd, True)
         return fd
+
+    def _open(self, path: str, flags: int) -> int:
+        # Not blocking: a FIFO is refused once it is open, and opening one must not wait for a writer.
+        return os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK)
 
     def read_bytes(self, path: str, limit: int = 32 * 1024 * 1024) -> bytes:
         """A node file's bytes; raises io.ReadError, or io.TooLarge past limit."""
@@ -416,21 +278,14 @@ class HostView:
         from nvidia_oci_hook import io
 
         self._changed()
-        if not self.rooted:
-            io.write_atomic(path, data)
-            return
-        fd, name, _ = self._walk(path, False)
-        directory = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
-        try:
-            io.write_atomic(name, data, dir_fd=directory)
-        finally:
-            os.close(directory)
+        io.write_atomic(path, data)
 
     def write_existing(self, path: str, data: bytes) -> None:
         """Write to a node file that exists, never creating one (a cgroup's control files)."""
         self._changed()
-        fd = self._open(path, os.O_WRONLY) if self.rooted else os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        fd = self._open(path, os.O_WRONLY)
         try:
+            os.set_blocking(fd, True)
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(_EINVAL, "not a regular file", path)
             os.write(fd, data)
@@ -440,43 +295,17 @@ class HostView:
     def makedirs(self, path: str, mode: int = 0o755) -> None:
         """Create a node directory and its missing parents, each resolved inside the root."""
         self._changed()
-        if not self.rooted:
-            os.makedirs(path, mode, exist_ok=True)
-            return
-        parts = [p for p in path.split("/") if p]
-        for index in range(1, len(parts) + 1):
-            prefix = "/" + "/".join(parts[:index])
-            fd, name, _ = self._walk(prefix, True)
-            if name == ".":
-                continue
-            try:
-                os.mkdir(name, mode, dir_fd=fd)
-            except FileExistsError:
-                if not stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
-                    raise OSError(_ENOTDIR, os.strerror(_ENOTDIR), prefix) from None
+        os.makedirs(path, mode, exist_ok=True)
 
     def symlink(self, target: str, path: str) -> None:
         """Create a link at a node path (its target is stored as given, never followed here)."""
         self._changed()
-        if not self.rooted:
-            os.symlink(target, path)
-            return
-        fd, name, _ = self._walk(path, False)
-        os.symlink(target, name, dir_fd=fd)
+        os.symlink(target, path)
 
     def unlink(self, path: str) -> None:
         """Remove a node path's name (a link itself, never what it points to); raises OSError."""
         self._changed()
-        if not self.rooted:
-            os.unlink(path)
-            return
-        fd, name, _ = self._walk(path, False)
-        os.unlink(name, dir_fd=fd)
-
-
-def _joined(resolved: list[str], last: str = "") -> str:
-    parts = [*resolved, last] if last else resolved
-    return "/" + "/".join(parts)
+        os.unlink(path)
 
 
 class UserFiles(HostView):
@@ -487,6 +316,10 @@ class UserFiles(HostView):
 
     def __init__(self) -> None:
         super().__init__("/")
+
+    def _open(self, path: str, flags: int) -> int:
+        # Not blocking: a FIFO is refused once it is open, and opening one must not wait for a writer.
+        return os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK)
 
     def read_bytes(self, path: str, limit: int = 32 * 1024 * 1024) -> bytes:
         from nvidia_oci_hook import io
