@@ -28,8 +28,8 @@ from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
 from nvidia_oci_hook.rules.base import Context, all_rules
 from tests.containerd.corpus import entries
+from tests.crio.key_mutations import assert_written_back_and_linted
 from tests.crio.key_mutations import mutations as key_mutations
-from tests.crio.key_mutations import to_toml
 from tests.helpers import FakeHost
 
 V2 = 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n'
@@ -578,10 +578,6 @@ def test_no_rule_raises_on_moved_quoted_or_dotted_keys() -> None:
                 assert rule.check is not None
                 for problem in rule.check(mutated, context):
                     assert problem.message and problem.hint, (label, rule.code, problem)
-            text = to_toml(rng, mutated)
-            reparsed = parse_toml(text.encode())
-            assert reparsed.ok and reparsed.value == mutated, (label, text)
-            for finding in lint_toml(text):
-                assert finding.message and finding.line is not None and finding.line >= 1, (label, text, finding)
+            assert_written_back_and_linted(rng, label, mutated, lint_toml)
             checked += 1
     assert checked > 1000

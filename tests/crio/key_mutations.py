@@ -16,7 +16,9 @@ import math
 import random
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Callable
+
+from nvidia_oci_hook.findings import Finding
 
 # Shallow enough for every engine's own limits; deeper nesting has tests of its own.
 MAX_DEPTH = 10
@@ -170,3 +172,17 @@ def to_toml(rng: random.Random, document: dict[str, Any]) -> str:
 
     table(document, ())
     return "\n".join(lines) + "\n"
+
+
+def assert_written_back_and_linted(
+    rng: random.Random, label: str, mutated: dict[str, Any], lint: Callable[[str], list[Finding]]
+) -> None:
+    """The mutated document written as TOML reads back as the same value, and linting that text gives findings
+    with a message and a line: the path a user's file takes, not only the parsed value's."""
+    from nvidia_oci_hook.formats.tomltext import parse_toml
+
+    text = to_toml(rng, mutated)
+    reparsed = parse_toml(text.encode())
+    assert reparsed.ok and reparsed.value == mutated, (label, text)
+    for finding in lint(text):
+        assert finding.message and finding.line is not None and finding.line >= 1, (label, text, finding)

@@ -21,7 +21,7 @@ from nvidia_oci_hook.kinds.crio.reading import CRIO, CRIO_CONFIG
 from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
 from nvidia_oci_hook.rules.base import Context, all_rules
-from tests.crio.key_mutations import mutations, to_toml
+from tests.crio.key_mutations import assert_written_back_and_linted, mutations, to_toml
 from tests.crio.support import lint_dir, write_tree
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -263,11 +263,7 @@ def test_no_rule_raises_on_moved_quoted_or_dotted_keys() -> None:
     for name, document in documents:
         for label, mutated in mutations(name, document, _TABLES, 40):
             _check(mutated)
-            text = to_toml(rng, mutated)
-            parsed = parse_toml(text.encode())
-            assert parsed.ok and parsed.value == mutated, (label, text)
-            for finding in lint_text(text):
-                assert finding.message and finding.line is not None and finding.line >= 1, (label, text, finding)
+            assert_written_back_and_linted(rng, label, mutated, lint_text)
             checked += 1
     assert checked == 40 * len(documents)
 
