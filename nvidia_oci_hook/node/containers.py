@@ -245,8 +245,8 @@ def running_containers(host: HostView, extra_roots: tuple[str, ...] = ()) -> lis
     for runtime, root in state_roots(host, extra_roots):
         for name in host.list_dir(root):
             state_file = posixpath.join(root, name, "state.json" if runtime == "runc" else "status")
-            if not host.is_file(state_file):
-                continue
+            # Read, not stat'ed first: the view keeps what it stat'ed for the run, and a runtime writes a new
+            # container's state just after its directory, so a caller that looks again would never see it.
             container = (_runc_container if runtime == "runc" else _crun_container)(host, state_file)
             if container is not None and container.state_path not in seen:
                 seen.add(container.state_path)

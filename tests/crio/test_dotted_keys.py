@@ -8,6 +8,7 @@ matches neither to a setting and drops it, as it drops every undecoded key.
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +228,10 @@ def test_the_reported_file_exits_zero_with_a_warning(tmp_path: Path, capsys: pyt
 
 def test_a_dotted_key_thousands_deep_is_a_finding() -> None:
     findings = lint_text("[crio.runtime]\n" + ".".join(["a"] * 3000) + " = 1\n")
-    assert [f.code for f in findings] == ["CRO101"]
+    # Python 3.11's tomllib reads it, and the key is unknown; tomli, the parser of 3.9 and 3.10, recurses once
+    # per part, and the tool says the file is nested deeper than it parses. Either is a finding, never a crash.
+    expected = "CRO101" if sys.version_info >= (3, 11) else "DOC003"
+    assert [f.code for f in findings] == [expected]
 
 
 # --- no key shape makes a rule raise: keys of every corpus file moved, quoted, spliced and re-nested ---
