@@ -118,6 +118,82 @@ def kernel_module_check(answer: DriverRootAnswer) -> Check:
     )
 
 
+NVML_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
+CLI_MISMATCH = "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch"
+
+
+def driver_versions_check(host: HostView, answer: DriverRootAnswer) -> Check:
+    """The loaded kernel module against each driver root's user space: the versioned files, and what the .so.1
+    links and the linker cache select (a leftover of another version that one of them still selects is what the
+    loader opens)."""
+    from nvidia_oci_hook.node.driver_facts import module_version, user_space
+
+    module = module_version(host)
+    spaces = [space for space in (user_space(host, root) for root in answer.evidence) if space.found]
+    evidence = [f"kernel module {module.version} ({module.source})" if module.version else module.source]
+    if module.disagreement:
+        evidence.append(f"{module.disagreement}: the module in memory is not the one installed")
+    for space in spaces:
+        for version in space.versions:
+            shown = ", ".join(posixpath.basename(path) for path in space.files[version][:4])
+            more = len(space.files[version]) - 4
+            evidence.append(f"{space.root}: {version}: {shown}" + (f" and {more} more" if more > 0 else ""))
+        evidence.extend(_selection_line(selection) for selection in space.selections)
+    if not spaces:
+        return Check("driver-versions", UNKNOWN, "no driver user space found under " + ", ".join(answer.evidence))
+    if module.version is None:
+        return Check(
+            "driver-versions", UNKNOWN, f"not compared: the kernel module's version is unknown ({module.source})",
+            evidence,
+        )  # fmt: skip
+    mismatched = []
+    for space in spaces:
+        wrong = [s for s in space.selections if s.version is not None and s.version != module.version]
+        dangling = [s for s in space.selections if not s.target]
+        if wrong or dangling or module.version not in space.files:
+            mismatched.append((space, wrong, dangling))
+    if not mismatched:
+        leftovers = sorted({v for space in spaces for v in space.files if v != module.version})
+        summary = f"kernel module and user space are both {module.version}"
+        if leftovers:
+            summary += f" (files of {', '.join(leftovers)} left over, selected by no link or cache entry)"
+        return Check("driver-versions", OK, summary, evidence, counts={"mismatched_roots": 0})
+    space, wrong, dangling = mismatched[0]
+    if wrong:
+        first = wrong[0]
+        found = (
+            f"{posixpath.basename(first.name)} selects {first.version} ({first.via}: {first.name} -> {first.target})"
+        )
+    elif dangling:
+        found = f"{dangling[0].name} points to nothing ({dangling[0].via})"
+    else:
+        found = f"its libraries are {', '.join(space.versions)}, none {module.version}"
+    container = space.root != "/"
+    fix = (
+        "restart the GPU Operator's driver pod on this node (it reloads the module with its own libraries), or "
+        "reboot the node"
+        if container
+        else "reboot the node; or, with no GPU process running (nvidia-smi lists none; stop nvidia-persistenced and "
+        "the device plugin), unload and reload the modules: rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; "
+        "modprobe nvidia; in a GPU Operator driver container, restart its pod instead"
+    )
+    return Check(
+        "driver-versions",
+        ERROR,
+        f"kernel module {module.version} but the user space under {space.root} is not: {found}: every GPU "
+        f"container fails with '{NVML_MISMATCH}' (NVIDIA's hook: '{CLI_MISMATCH}')",
+        evidence,
+        fix,
+        counts={"mismatched_roots": len(mismatched)},
+    )
+
+
+def _selection_line(selection: Any) -> str:
+    target = selection.target or "nothing"
+    version = f" ({selection.version})" if selection.version else ""
+    return f"{selection.name} -> {target}{version}" + (" [ld.so.cache]" if selection.via != "link" else "")
+
+
 def markers_check(host: HostView, answer: DriverRootAnswer) -> Check:
     if answer.status != FOUND:
         return Check("validation-markers", UNKNOWN, "not judged: the driver root is not known")
@@ -558,6 +634,7 @@ def run_checks(
     checks = [
         driver_root_check(answer),
         kernel_module_check(answer),
+        driver_versions_check(host, answer),
         markers_check(host, answer),
         stray_nodes_check(host, answer, settings),
         modify_device_files_check(host, answer),
@@ -606,7 +683,9 @@ def render_text(checks: Sequence[Check], node_root: str = "") -> str:
 CORE_CHECKS = ("driver-root", "kernel-module", "validation-markers", "stray-device-nodes")
 # Every check run_checks makes, in its order.
 CHECK_NAMES = (
-    *CORE_CHECKS,
+    *CORE_CHECKS[:2],
+    "driver-versions",
+    *CORE_CHECKS[2:],
     "modify-device-files",
     "dev-char-links",
     "nvml",

@@ -25,6 +25,9 @@ MODES = (*EDITING_MODES, "prestart")
 
 # (metric, check, count key, help): one gauge per count a check fills.
 _COUNTS = (
+    ("driver_version_mismatches", "driver-versions", "mismatched_roots", "Driver roots whose user-space "
+     "libraries, as the .so.1 links and the linker cache select them, are not the loaded kernel module's version "
+     "(driver-versions check)."),
     ("stray_device_nodes", "stray-device-nodes", "stray_nodes", "NVIDIA device nodes in the host's /dev that "
      "belong under the driver root's dev/ (stray-device-nodes check)."),
     ("validation_markers_contradicting", "validation-markers", "markers", "GPU Operator validation markers that "

@@ -17,6 +17,7 @@ from nvidia_oci_hook.kinds.cdi.releases import Judge, library
 from nvidia_oci_hook.rules.base import all_rules
 from tests.cdi.support import driver_on_host, lint_dirs, lint_spec, spec_bytes
 from tests.helpers import FakeHost, codes
+from tests.node.fakenodes import loaded_module
 
 CTL = {"path": "/dev/nvidiactl"}
 # Library v1.0.1 alone; and on behalf of an engine release, which leaves the other releases out of it.
@@ -73,6 +74,14 @@ CLEAN_TEXT = (
 )
 MOUNT = {"hostPath": "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
          "containerPath": "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15", "options": ["ro", "bind"]}  # fmt: skip
+
+
+def driver_upgraded_on_host(host: FakeHost) -> None:
+    """The driver on the host, module 550.54.15 loaded, a library of 545.23.08 left beside its own."""
+    driver_on_host(host)
+    loaded_module(host, "550.54.15")
+    host.file("/usr/lib/x86_64-linux-gnu/libcuda.so.545.23.08")
+
 
 CASES = [
     Case("CDI001", CLEAN_TEXT.replace(b'"kind"', b'"kind": "x/y", "kind"'), CLEAN_TEXT, id="duplicate-key"),
@@ -147,6 +156,9 @@ CASES = [
          judges=CONTAINERD_2_1),
     Case("CDI109", spec(version="1.1.0"), spec(version="0.5.0")),
     Case("CDI109", spec(gpu("0", intelRdt={"closID": "gpu"}), version="0.7.0"), spec(), id="intel-rdt"),
+    # The old driver's library is still there: the spec loads and mounts, NVML refuses it.
+    Case("CDI110", spec(mounts=[{**MOUNT, "hostPath": "/usr/lib/x86_64-linux-gnu/libcuda.so.545.23.08"}]),
+         spec(mounts=[MOUNT]), host=driver_upgraded_on_host),
 ]  # fmt: skip
 
 

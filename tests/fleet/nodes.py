@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Callable
 
 from tests.helpers import FakeHost
-from tests.node.fakenodes import container_driver, host_driver, seed_000, seed_003
+from tests.node.fakenodes import (
+    CONTAINER,
+    container_driver,
+    driver_libraries,
+    host_driver,
+    loaded_module,
+    seed_000,
+    seed_003,
+    upgraded_without_reboot,
+)
 from tests.node.test_lint_node import containerd_node, crio_node
 
 SNAPSHOTS = Path(__file__).parent / "nodes"
@@ -22,26 +31,42 @@ SNAPSHOTS = Path(__file__).parent / "nodes"
 PER_RUN = ("nvidia_oci_hook_last_run_timestamp_seconds", "nvidia_oci_hook_doctor_duration_seconds")
 
 
+VERSION = "550.54.15"
+
+
+def one_version(host: FakeHost, *roots: str) -> FakeHost:
+    """The module loaded and each driver root's libraries of its version: the state the seeds' nodes are in."""
+    loaded_module(host, VERSION)
+    for root in roots:
+        driver_libraries(host, VERSION, root)
+    return host
+
+
 def seed_003_node(host: FakeHost) -> FakeHost:
     """Seed 003 on a cri-o node: the driver in a container, NVML's nodes left in the host's /dev, each the same
     device as the driver root's own, so doctor --fix can remove them."""
-    return crio_node(seed_003(host))
+    return crio_node(one_version(seed_003(host), CONTAINER))
 
 
 def seed_000_node(host: FakeHost) -> FakeHost:
     """Seed 000 on a containerd node: the driver on the host, toolkit-ready left without host-driver-ready, and a
     CDI spec generated for /run/nvidia/driver."""
-    return containerd_node(seed_000(host), "/run/nvidia/driver")
+    return containerd_node(one_version(seed_000(host), "/"), "/run/nvidia/driver")
 
 
 def healthy_node(host: FakeHost) -> FakeHost:
     """Seed 003's node as it should be: the driver and its nodes in the container's root only."""
-    return crio_node(container_driver(host))
+    return crio_node(one_version(container_driver(host), CONTAINER))
 
 
 def ambiguous_node(host: FakeHost) -> FakeHost:
     """A host driver and a driver container both: doctor cannot tell which root is the driver's."""
-    return crio_node(container_driver(host_driver(host)))
+    return crio_node(one_version(container_driver(host_driver(host)), "/", CONTAINER))
+
+
+def driver_upgraded_node(host: FakeHost) -> FakeHost:
+    """A host driver upgraded without a reboot: the module 550.54.15, the libraries 545.23.08."""
+    return crio_node(upgraded_without_reboot(host, VERSION, "545.23.08"))
 
 
 NODES: dict[str, Callable[[FakeHost], FakeHost]] = {
@@ -49,6 +74,7 @@ NODES: dict[str, Callable[[FakeHost], FakeHost]] = {
     "seed-000": seed_000_node,
     "healthy": healthy_node,
     "ambiguous": ambiguous_node,
+    "driver-upgraded": driver_upgraded_node,
 }
 
 

@@ -58,6 +58,7 @@ FLEET = {
     "seed-000:9100": Node("seed-000"),
     "healthy:9100": Node("healthy"),
     "ambiguous:9100": Node("ambiguous"),
+    "driver-upgraded:9100": Node("driver-upgraded"),
     # No seed has these: the healthy node with the counts a broken one would have.
     "gpu-lost:9100": Node(
         "healthy",
@@ -85,6 +86,7 @@ FIRES: dict[tuple[str, str, tuple[tuple[str, str], ...]], int] = {
     ("NvidiaOciHookValidationMarkers", "seed-000:9100", ()): 8,
     ("NvidiaOciHookCdiSpecsUnreconciled", "seed-000:9100", ()): 8,
     ("NvidiaOciHookCheckError", "ambiguous:9100", (("check", "driver-root"),)): 8,
+    ("NvidiaOciHookDriverVersionMismatch", "driver-upgraded:9100", ()): 8,
     ("NvidiaOciHookGpuAccessLost", "gpu-lost:9100", ()): 0,
     ("NvidiaOciHookCdiNamesUnresolvable", "cdi-names:9100", (("engine", "cri-o"),)): 8,
     ("NvidiaOciHookMetricsStale", "stuck:9100", ()): 26,  # 960 s after its last run at minute 10
@@ -136,6 +138,7 @@ def alert_value(alert: str, node: Node, minute: int) -> float:
         "NvidiaOciHookGpuAccessLost": "nvidia_oci_hook_containers_gpu_access_lost",
         "NvidiaOciHookCdiNamesUnresolvable": 'nvidia_oci_hook_cdi_unresolvable_names{engine="cri-o"}',
         "NvidiaOciHookCheckError": 'nvidia_oci_hook_check_status{check="driver-root"}',
+        "NvidiaOciHookDriverVersionMismatch": "nvidia_oci_hook_driver_version_mismatches",
     }
     if alert == "NvidiaOciHookMetricsStale":
         return minute * 60.0 - float(values[TIMESTAMP][minute])

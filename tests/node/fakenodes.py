@@ -46,3 +46,71 @@ def driver_container_restarting(host: FakeHost) -> FakeHost:
     host.device(f"{CONTAINER}/dev/nvidiactl", "c", 195, 255).device(f"{CONTAINER}/dev/nvidia0", "c", 195, 0)
     host.file("/proc/driver/nvidia/version")
     return host
+
+
+# The driver's own formats (open-gpu-kernel-modules, kernel-open/nvidia/nv-procfs.c): the first line of
+# /proc/driver/nvidia/version, and /proc/driver/nvidia/gpus/<bus id>/information.
+PROPRIETARY_MODULE = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Tue Mar  5 22:23:56 UTC 2024\n"
+OPEN_MODULE = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {version}  Release Build  "
+    "(dvs-builder@U16-I3-B03-4-3)  Tue Mar  5 22:23:56 UTC 2024\n"
+)
+GCC_LINE = "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"
+GPU_INFORMATION = (
+    "Model: \t\t {model}\n"
+    "IRQ:   \t\t 185\n"
+    "GPU UUID: \t {uuid}\n"
+    "Video BIOS: \t 96.00.74.00.0b\n"
+    "Bus Type: \t PCIe\n"
+    "DMA Size: \t 52 bits\n"
+    "DMA Mask: \t 0xfffffffffffff\n"
+    "Bus Location: \t {bus}\n"
+    "Device Minor: \t {minor}\n"
+    "GPU Firmware: \t {version}\n"
+    "GPU Excluded:\t No\n"
+)
+# What a driver installs with its version in the name, and the .so.1 links ldconfig makes for them.
+DRIVER_LIBRARIES = {
+    "libcuda.so": "libcuda.so.1",
+    "libnvidia-ml.so": "libnvidia-ml.so.1",
+    "libnvidia-ptxjitcompiler.so": "libnvidia-ptxjitcompiler.so.1",
+    "libnvidia-nvvm.so": "libnvidia-nvvm.so.4",
+    "libnvidia-allocator.so": "libnvidia-allocator.so.1",
+}
+
+
+def loaded_module(host: FakeHost, version: str, *, open_module: bool = False, sys_version: str = "") -> FakeHost:
+    """The kernel module as /proc and /sys show it once loaded."""
+    line = (OPEN_MODULE if open_module else PROPRIETARY_MODULE).format(version=version)
+    host.text("/proc/driver/nvidia/version", line + GCC_LINE)
+    host.text("/sys/module/nvidia/version", (sys_version or version) + "\n")
+    return host
+
+
+def driver_libraries(host: FakeHost, version: str, root: str = "/", *, links: bool = True) -> FakeHost:
+    """A driver's user space of one version: versioned files and, with links, the .so.1 links to them."""
+    prefix = "" if root == "/" else root
+    for stem, soname in DRIVER_LIBRARIES.items():
+        host.text(f"{prefix}{LIB}/{stem}.{version}", "\x7fELF")
+        link = host.root / f"{prefix}{LIB}/{soname}".lstrip("/")
+        if links:
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            host.symlink(f"{prefix}{LIB}/{soname}", f"{stem}.{version}")
+    return host
+
+
+def proc_gpu(
+    host: FakeHost, minor: int, uuid: str, model: str = "NVIDIA H100 80GB HBM3", version: str = "550.54.15"
+) -> FakeHost:
+    bus = f"0000:{0x18 + minor:02x}:00.0"
+    information = GPU_INFORMATION.format(model=model, uuid=uuid, bus=bus, minor=minor, version=version)
+    return host.text(f"/proc/driver/nvidia/gpus/{bus}/information", information)
+
+
+def upgraded_without_reboot(host: FakeHost, loaded: str = "550.54.15", installed: str = "545.23.08") -> FakeHost:
+    """The issue's node: the module still the one loaded at boot, the libraries another driver's."""
+    host_driver(host)
+    loaded_module(host, loaded)
+    driver_libraries(host, installed)
+    return host

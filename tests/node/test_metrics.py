@@ -17,6 +17,7 @@ import pytest
 
 from nvidia_oci_hook import __version__
 from nvidia_oci_hook.cli import main
+from nvidia_oci_hook.node.doctor import CHECK_NAMES
 from nvidia_oci_hook.node.metrics import count_log
 from tests.engine.support import config, device
 from tests.helpers import FakeHost
@@ -90,7 +91,7 @@ def test_seed_003(fake_host: FakeHost, as_root: None, tmp_path: Path, capsys: py
     assert before <= float(found["nvidia_oci_hook_last_run_timestamp_seconds"]) <= time.time()
     assert 0 < float(found["nvidia_oci_hook_doctor_duration_seconds"]) < 60
     # One gauge per check that ran, and no log: no counters.
-    assert len([series for series in found if series.startswith("nvidia_oci_hook_check_status{")]) == 12
+    assert len([series for series in found if series.startswith("nvidia_oci_hook_check_status{")]) == len(CHECK_NAMES)
     assert not [series for series in found if series.endswith("_total") or "_total{" in series]
     assert stat.S_IMODE(os.stat(output).st_mode) == 0o644
     assert os.listdir(output.parent) == ["nvidia-oci-hook.prom"]

@@ -1,7 +1,11 @@
-"""The values of a spec that change: host paths moved to the resolved driver root, device nodes given a hostPath.
+"""The values of a spec that change: host paths moved to the resolved driver root, device nodes given a hostPath,
+driver libraries named with another driver's version repointed to the loaded one's.
 
 The driver root is decided by evidence (nvidia_oci_hook.node.driver), never by marker files; a host path is moved
-only when the whole path, relative to its root, exists under that root.
+only when the whole path, relative to its root, exists under that root. A library is repointed only when the
+loaded module's version is known and the file of that version exists beside the one named; a spec written for an
+older driver is stale even where the old files are still there, since NVML refuses a user space that is not the
+module's.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.host import DeviceIdentity, HostView, owning_root
 from nvidia_oci_hook.kinds.cdi.specs_go import GoStruct, edit_blocks, entries, fully_specified
 from nvidia_oci_hook.node.driver import FOUND, DriverRootAnswer
+from nvidia_oci_hook.node.driver_facts import library_version
 
 # deviceNodes[].hostPath exists from this spec version on: adding one to an older spec makes the library refuse it.
 HOST_PATH_VERSION = (0, 5, 0)
@@ -51,11 +56,44 @@ def _spec_identity(node: GoStruct) -> Optional[DeviceIdentity]:
 
 
 class _Planner:
-    def __init__(self, host: HostView, roots: tuple[str, ...], answer: DriverRootAnswer) -> None:
+    def __init__(
+        self, host: HostView, roots: tuple[str, ...], answer: DriverRootAnswer, driver: Optional[str] = None
+    ) -> None:
+        """driver: the loaded kernel module's version; None when it is unknown (no library is repointed)."""
         self.host = host
         self.roots = roots
         self.answer = answer
         self.root = answer.root if answer.status == FOUND else None
+        self.driver = driver
+
+    def other_version(self, path: str) -> Optional[tuple[str, str]]:
+        """(the version path names, the same library of the loaded driver's version beside it) for a driver
+        library of another version than the module's."""
+        if self.driver is None:
+            return None
+        directory, name = posixpath.split(path)
+        parsed = library_version(name)
+        if parsed is None or parsed[1] == self.driver:
+            return None
+        return parsed[1], posixpath.join(directory, f"{parsed[0]}.so.{self.driver}")
+
+    def repoint(self, entry: GoStruct, key: str, what: str, edits: list[_Edit], problems: list[str]) -> Optional[str]:
+        """Repoint a library of another driver version; returns the new path, or "" when the path was a library
+        of another version that cannot be repointed (a problem says so), or None when it is not one."""
+        path = entry.text(key)
+        found = self.other_version(path) if path.startswith("/") else None
+        if found is None:
+            return None
+        version, candidate = found
+        target = candidate if self.host.exists(candidate) else self.moved(candidate, None)
+        if target is None:
+            problems.append(
+                f"{entry.at(key)}: {what} {path} is driver {version}'s, the loaded kernel module is {self.driver}, and "
+                f"{candidate} does not exist: regenerate the spec (nvidia-ctk cdi generate)"
+            )
+            return ""
+        edits.append(_Edit(entry.at(key), path, target))
+        return target
 
     def moved(self, path: str, device: Optional[GoStruct]) -> Optional[str]:
         """path under the resolved root, when path sits under another candidate root and the resolved root has
@@ -91,11 +129,53 @@ class _Planner:
         for block in edit_blocks(spec):
             for pointer, node in entries(block, "deviceNodes"):
                 self.device_node(pointer, node, version if not host_path_allowed else None, edits, problems)
+            renamed: dict[str, str] = {}
             for _pointer, mount in entries(block, "mounts"):
-                self.host_path(mount, "hostPath", f"mount source (for {mount.text('containerPath')})", edits, problems)
+                what = f"mount source (for {mount.text('containerPath')})"
+                old = mount.text("hostPath")
+                new = self.repoint(mount, "hostPath", what, edits, problems)
+                if new is None:
+                    self.host_path(mount, "hostPath", what, edits, problems)
+                    continue
+                if not new:
+                    continue
+                renamed[posixpath.basename(old)] = posixpath.basename(new)
+                # NVIDIA's generator names the library by its versioned path on both sides.
+                if mount.text("containerPath") == old:
+                    edits.append(
+                        _Edit(
+                            mount.at("containerPath"),
+                            old,
+                            posixpath.join(posixpath.dirname(old), posixpath.basename(new)),
+                        )
+                    )
             for _pointer, hook in entries(block, "hooks"):
                 self.host_path(hook, "path", f"{hook.text('hookName')} hook program", edits, problems)
+                self.hook_arguments(hook, renamed, edits, problems)
         return edits, problems
+
+    def hook_arguments(self, hook: GoStruct, renamed: dict[str, str], edits: list[_Edit], problems: list[str]) -> None:
+        """The create-symlinks links (`libcuda.so.545.23.08::/usr/lib/…/libcuda.so.1`) follow the libraries their
+        block's mounts were repointed to; one naming another version that no mount repointed is a problem."""
+        for index, argument in enumerate(hook.items_of("args")):
+            if not isinstance(argument, str):
+                continue
+            new = argument
+            for part in argument.replace("::", " ").replace("=", " ").split():
+                name = posixpath.basename(part)
+                parsed = library_version(name)
+                if parsed is None or self.driver is None or parsed[1] == self.driver:
+                    continue
+                if name in renamed:
+                    new = new.replace(name, renamed[name])
+                else:
+                    problems.append(
+                        f"{hook.at('args')}/{index}: {hook.text('hookName')} hook argument {argument!r} names driver "
+                        f"{parsed[1]}'s {name}, the loaded kernel module is {self.driver}: regenerate the spec "
+                        "(nvidia-ctk cdi generate)"
+                    )
+            if new != argument:
+                edits.append(_Edit(f"{hook.at('args')}/{index}", argument, new))
 
     def missing_reason(self, path: str) -> str:
         if self.root is None:

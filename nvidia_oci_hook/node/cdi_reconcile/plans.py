@@ -21,6 +21,7 @@ from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.node.cdi_reconcile.path_moves import _Planner
 from nvidia_oci_hook.node.cdi_reconcile.text_edits import _CannotEdit, _rewrite, _set
 from nvidia_oci_hook.node.driver import resolve_driver_root
+from nvidia_oci_hook.node.driver_facts import module_version
 
 
 @dataclass
@@ -131,7 +132,7 @@ def plan_file(host: HostView, path: str, planner: _Planner) -> SpecPlan:
 
 def plan_spec_dirs(host: HostView, spec_dirs: Sequence[str], driver_roots: tuple[str, ...]) -> list[SpecPlan]:
     """Plans for every spec file the CDI library reads in spec_dirs (node paths)."""
-    planner = _Planner(host, driver_roots, resolve_driver_root(host, driver_roots))
+    planner = _Planner(host, driver_roots, resolve_driver_root(host, driver_roots), module_version(host).version)
     plans = []
     for directory in spec_dirs:
         files, _skipped, _unread = spec_files(directory, host)

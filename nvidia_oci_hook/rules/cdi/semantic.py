@@ -231,7 +231,7 @@ def host_path_missing(value: Any, context: Context) -> Iterator[Problem]:
     for block in edit_blocks(spec):
         for _pointer, mount in entries(block, "mounts"):
             source = mount.text("hostPath")
-            if _missing(context, source):
+            if _missing(context, source) and _other_driver_version(context, source) is None:
                 yield Problem(
                     mount.at("hostPath"),
                     f"mount source {source} (for {mount.text('containerPath')}) does not exist on the host: the "
@@ -248,6 +248,87 @@ def host_path_missing(value: Any, context: Context) -> Iterator[Problem]:
                     "install the program (nvidia-cdi-hook comes with nvidia-container-toolkit-base), or "
                     "regenerate the spec",
                 )
+
+
+def _loaded_driver(context: Context) -> Optional[str]:
+    from nvidia_oci_hook.node.driver_facts import module_version
+
+    assert context.host is not None
+    host = context.host
+    return context.cached("module-version", lambda: module_version(host).version)  # type: ignore[no-any-return]
+
+
+def _other_driver_version(context: Context, path: str) -> Optional[tuple[str, str]]:
+    """(the driver version a library path names, the loaded module's) when they differ."""
+    from nvidia_oci_hook.node.driver_facts import library_version
+
+    parsed = library_version(path.rpartition("/")[2])
+    loaded = _loaded_driver(context) if parsed is not None else None
+    if parsed is None or loaded is None or parsed[1] == loaded:
+        return None
+    return parsed[1], loaded
+
+
+@rule("CDI110", "other-driver-version", Severity.ERROR, [CDI], needs_host=True)
+def other_driver_version(value: Any, context: Context) -> Iterator[Problem]:
+    """The spec mounts driver libraries of another version than the loaded kernel module's.
+
+    ## What it checks
+    Each mount `hostPath` (and each `create-symlinks` hook argument) that names a driver library with its
+    version (`libcuda.so.545.23.08`, `libnvidia-ml.so.545.23.08`), against the version of the loaded kernel
+    module (`/proc/driver/nvidia/version` under `--host-root`), whether or not the old file is still there.
+
+    ## Why it matters
+    `nvidia-ctk cdi generate` writes the driver's version into every library path. After a driver upgrade
+    the spec still injects the old libraries where they remain (a package left them, or the driver container's
+    root was not cleaned), and NVML in the container refuses them: `Failed to initialize NVML: Driver/library
+    version mismatch`. Where they are gone, the runtime fails the mount instead.
+
+    ## Example
+    `{"hostPath": "/usr/lib/x86_64-linux-gnu/libcuda.so.545.23.08", ...}` on a node whose module is 550.54.15.
+
+    ## Fix
+    `nvidia-oci-hook cdi reconcile` repoints each library to the loaded version's file when it exists beside
+    the old one; otherwise regenerate the spec (`nvidia-ctk cdi generate`), and make that run after every
+    driver upgrade.
+    """
+    spec = _spec(value, context)
+    if spec is None or context.host is None:
+        return
+    host = context.host
+    for block in edit_blocks(spec):
+        for _pointer, mount in entries(block, "mounts"):
+            source = mount.text("hostPath")
+            versions = _other_driver_version(context, source) if source.startswith("/") else None
+            if versions is None:
+                continue
+            named, loaded = versions
+            directory, _, name = source.rpartition("/")
+            current = f"{directory}/{name[: -len(named)]}{loaded}"
+            gone = "" if host.exists(source) else " (and the file is gone)"
+            yield Problem(
+                mount.at("hostPath"),
+                f"mount source {source} is driver {named}'s library{gone}, but the loaded kernel module is {loaded}: "
+                f"NVML fails in every container that requests {_qualified(spec, block)} ('Failed to initialize "
+                "NVML: Driver/library version mismatch')",
+                f"nvidia-oci-hook cdi reconcile repoints it to {current}"
+                if host.exists(current)
+                else f"regenerate the spec for driver {loaded} (nvidia-ctk cdi generate): {current} does not exist",
+            )
+        for _pointer, hook in entries(block, "hooks"):
+            for index, argument in enumerate(hook.items_of("args")):
+                if not isinstance(argument, str):
+                    continue
+                for part in argument.replace("::", " ").split():
+                    versions = _other_driver_version(context, part)
+                    if versions is not None:
+                        yield Problem(
+                            f"{hook.at('args')}/{index}",
+                            f"{hook.text('hookName')} hook argument {argument!r} names driver {versions[0]}'s "
+                            f"library, but the loaded kernel module is {versions[1]}",
+                            "nvidia-oci-hook cdi reconcile, or regenerate the spec (nvidia-ctk cdi generate)",
+                        )
+                        break
 
 
 def _missing(context: Context, path: str) -> bool:
