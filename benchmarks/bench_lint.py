@@ -1,6 +1,9 @@
 """Lint benchmark: a config.json with 10,000 devices and 10,000 mounts, against start-up on a tiny one.
 
-Usage: python benchmarks/bench_lint.py [--runs N] [--devices N] [--mounts N]
+Usage: python benchmarks/bench_lint.py [--runs N] [--devices N] [--mounts N] [--env N]
+
+The driver-layer cases give the config N environment entries, an NVIDIA_VISIBLE_DEVICES of N/10 entries and an
+NVIDIA_REQUIRE_CUDA of N/100 terms, and a tenth of that: linear means ten times the size costs ten times the work.
 
 Each case runs `python -m nvidia_oci_hook lint` as a separate process and reads its CPU time (user + system)
 from the kernel's accounting of waited-for children; "beyond start-up" subtracts the median CPU time of linting
@@ -52,6 +55,19 @@ def big_config(devices: int, mounts: int, allowed: bool) -> dict[str, Any]:
     return value
 
 
+def nvidia_config(entries: int) -> dict[str, Any]:
+    value = json.loads(json.dumps(BASE))
+    terms = " ".join(
+        f"brand=tesla,driver>={470 + i % 100},driver<{471 + i % 100}" for i in range(max(1, entries // 100))
+    )
+    value["process"]["env"] += [f"VARIABLE_{i}=value {i}" for i in range(entries)] + [
+        "NVIDIA_VISIBLE_DEVICES=" + ",".join(str(i % 8) for i in range(max(1, entries // 10))),
+        "NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics",
+        f"NVIDIA_REQUIRE_CUDA=cuda>=12.8 {terms}",
+    ]
+    return value
+
+
 def child_cpu(args: list[str]) -> tuple[float, float, int]:
     """(cpu seconds, wall seconds, exit status) of one lint process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -99,6 +115,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--devices", type=int, default=10_000)
     parser.add_argument("--mounts", type=int, default=10_000)
+    parser.add_argument("--env", type=int, default=10_000)
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp, "small.json")
@@ -107,6 +124,10 @@ def main() -> None:
         clean.write_text(json.dumps(big_config(options.devices, options.mounts, allowed=True), indent=2))
         noisy = Path(tmp, "noisy.json")
         noisy.write_text(json.dumps(big_config(options.devices, options.mounts, allowed=False), indent=2))
+        nvidia_big = Path(tmp, "nvidia-big.json")
+        nvidia_big.write_text(json.dumps(nvidia_config(options.env), indent=2))
+        nvidia_small = Path(tmp, "nvidia-small.json")
+        nvidia_small.write_text(json.dumps(nvidia_config(options.env // 10), indent=2))
         size = clean.stat().st_size
         print(f"python {sys.version.split()[0]}, {options.devices} devices + {options.mounts} mounts ({size} bytes)")
         print(f"median of {options.runs} runs")
@@ -115,6 +136,8 @@ def main() -> None:
             ("10k/10k, no findings, offline", ["--offline", str(clean)]),
             ("10k/10k, 10k DEV003 findings, offline", ["--offline", str(noisy)]),
             ("10k/10k, host checks (10k HOST003)", [str(clean)]),
+            (f"driver layer, {options.env // 10} env entries, host checks", [str(nvidia_small)]),
+            (f"driver layer, {options.env} env entries, host checks", [str(nvidia_big)]),
         ]
         for label, args in cases:
             cpu, _ = measure(label, args, options.runs)

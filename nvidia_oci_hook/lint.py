@@ -81,6 +81,7 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
             findings.append(_finding(load_rule, document.locate_problem(load_problem), problem))
     if not document.parsed:
         return sorted(findings, key=Finding.sort_key)
+    context.document_path = context.document_path or document.path
     semantic: list[Finding] = []
     explained: set[str] = set()
     for rule in rules.values():

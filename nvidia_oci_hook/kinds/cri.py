@@ -82,6 +82,18 @@ class CRIContainerConfig:
         return requests
 
     @property
+    def envs(self) -> dict[str, tuple[str, str]]:
+        """envs as name -> (pointer of the entry, value); the last entry for a name wins, as NVIDIA's tools read
+        the environment the engine builds from it."""
+        base, items = self._list("envs")
+        result: dict[str, tuple[str, str]] = {}
+        for index, item in enumerate(items):
+            key, value = _get(item, "key")[1], _get(item, "value")[1]
+            if isinstance(key, str) and key:
+                result[key] = (f"{base}/{index}", value if isinstance(value, str) else "")
+        return result
+
+    @property
     def annotations(self) -> tuple[str, dict[str, Any]]:
         actual, value = _get(self.value, "annotations")
         return pointer_join("", actual or "annotations"), value if isinstance(value, dict) else {}

@@ -353,11 +353,18 @@ def nvml_check(host: HostView, answer: DriverRootAnswer, settings: Settings, lib
     created += [f"removed {path} again" for path in view.removed_nodes]
     if not view.available:
         return Check("nvml", UNKNOWN, f"NVML not read: {view.reason}", created)
-    evidence = [f"driver {view.driver_version}"] + [
-        f"GPU {gpu.index}: minor {gpu.minor}, {gpu.uuid}, {gpu.name}"
-        + (f", MIG {'on' if gpu.mig_mode else 'off'}" if gpu.mig_mode is not None else "")
-        for gpu in view.gpus
+    evidence = [
+        f"driver {view.driver_version}"
+        + (f", CUDA {view.cuda_driver_version} (the cuda requirement's value)" if view.cuda_driver_version else "")
     ]
+    for gpu in view.gpus:
+        evidence.append(
+            f"GPU {gpu.index}: minor {gpu.minor}, {gpu.uuid}, {gpu.name}"
+            + (f", brand {gpu.brand}" if gpu.brand else "")
+            + (f", compute capability {gpu.arch}" if gpu.arch else "")
+            + (f", MIG {'on' if gpu.mig_mode else 'off'}" if gpu.mig_mode is not None else "")
+        )
+        evidence.extend(f"GPU {gpu.index} MIG device {gpu.index}:{mig.index}: {mig.uuid}" for mig in gpu.mig_devices)
     stale = _stale_cdi_devices(host, settings, {gpu.minor for gpu in view.gpus}, {gpu.uuid for gpu in view.gpus})
     if stale:
         return Check(

@@ -45,6 +45,18 @@ _VERSIONED_LIBRARY = re.compile(
 SELECTING_LINKS = ("libnvidia-ml.so.1", "libcuda.so.1", "libnvidia-ptxjitcompiler.so.1", "libnvidia-nvvm.so.4")
 
 
+# The argument of NVIDIA's enable-cuda-compat hook that carries the driver version a CDI spec was generated for.
+HOST_DRIVER_VERSION = "--host-driver-version="
+
+
+def host_driver_version(argument: str) -> Optional[str]:
+    """The version an enable-cuda-compat argument states, or None for any other argument."""
+    if not argument.startswith(HOST_DRIVER_VERSION):
+        return None
+    stated = argument[len(HOST_DRIVER_VERSION) :]
+    return stated if driver_version(stated) else None
+
+
 def driver_version(text: str) -> Optional[tuple[int, ...]]:
     """A driver version's numbers, or None if text is not one."""
     if not re.fullmatch(DRIVER_VERSION, text):

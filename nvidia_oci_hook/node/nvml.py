@@ -9,6 +9,10 @@ is listed before the first NVML call and after the last one, and what appeared i
 pynvml keeps one library, one lock and a cache of function pointers in module globals; a library given here is
 swapped in for the one read and the previous state restored afterwards, so this is not safe to run alongside other
 pynvml users in the same process.
+
+The CUDA version, brands, compute capabilities and MIG devices are read in the forms NVIDIA's container tools use
+to check an image's NVIDIA_REQUIRE_CUDA and to resolve NVIDIA_VISIBLE_DEVICES, so the two can be compared with what
+a container asks for. What a GPU does not support, or a library too old to have, is left out, not an error.
 """
 
 from __future__ import annotations
@@ -29,6 +33,47 @@ CAPS_DIR = "/dev/nvidia-caps"
 PARAMS = "/proc/driver/nvidia/params"
 MISSING_PYNVML = "pynvml is not installed (pip install nvidia-ml-py)"
 
+# nvmlBrandType_t -> the brand nvidia-container-cli matches `brand=` requirements against (case-insensitively), as
+# NVIDIA/libnvidia-container src/driver.c (driver_get_device_brand_1_svc) names them since commit
+# 6845f41ef5313fda5b7254d6b75843d660e49fcc (v1.9.0), lower-cased as NVIDIA_REQUIRE_CUDA spells them. Every other
+# value (NVML_BRAND_UNKNOWN, and those newer than that table) is "unknown" there. nvidia-container-toolkit has no
+# table of its own at d34b3046758cb1a5db606b2a39519c731bbf9f56; its CDI requirement check (pull request 1795, not
+# merged) names the vGPU brands differently ("nvidiavapps", ...), which images' requirements do not use.
+BRANDS = {
+    1: "quadro",  # NVML_BRAND_QUADRO
+    2: "tesla",  # NVML_BRAND_TESLA
+    3: "nvs",  # NVML_BRAND_NVS
+    4: "grid",  # NVML_BRAND_GRID
+    5: "geforce",  # NVML_BRAND_GEFORCE
+    6: "titan",  # NVML_BRAND_TITAN
+    7: "vapps",  # NVML_BRAND_NVIDIA_VAPPS
+    8: "vpc",  # NVML_BRAND_NVIDIA_VPC
+    9: "vcs",  # NVML_BRAND_NVIDIA_VCS
+    10: "vws",  # NVML_BRAND_NVIDIA_VWS
+    11: "cloudgaming",  # NVML_BRAND_NVIDIA_CLOUD_GAMING (was NVML_BRAND_NVIDIA_VGAMING)
+    12: "quadrortx",  # NVML_BRAND_QUADRO_RTX
+    13: "nvidiartx",  # NVML_BRAND_NVIDIA_RTX
+    14: "nvidia",  # NVML_BRAND_NVIDIA
+    15: "geforcertx",  # NVML_BRAND_GEFORCE_RTX
+    16: "titanrtx",  # NVML_BRAND_TITAN_RTX
+}
+UNKNOWN_BRAND = "unknown"
+
+
+@dataclass
+class NvmlMigDevice:
+    # The N of NVIDIA_VISIBLE_DEVICES=GPU:N: the index nvmlDeviceGetMigDeviceHandleByIndex answers this device at.
+    # nvidia-container-toolkit resolves GPU:N by that very call (pkg/nvcdi/lib-nvml.go normalizeDeviceID at
+    # d34b3046758cb1a5db606b2a39519c731bbf9f56) and go-nvlib's VisitMigDevices names CDI devices GPU:N by it,
+    # skipping indexes without a device; nvidia-container-cli (libnvidia-container src/nvc_info.c
+    # fill_mig_device_info at 00b4b47e2a3eed09f8059eb39feaa0b4540d22d9, src/cli/common.c select_mig_device) also
+    # keeps device N at N, but stops at the first index without one, so devices after a gap are not visible to it.
+    index: int
+    uuid: str
+    # None when NVML lacks the call (older than MIG instance ids) or does not support it.
+    gpu_instance_id: Optional[int] = None
+    compute_instance_id: Optional[int] = None
+
 
 @dataclass
 class NvmlGpu:
@@ -39,6 +84,13 @@ class NvmlGpu:
     # None when the GPU does not support MIG (NVML_ERROR_NOT_SUPPORTED).
     mig_current: Optional[bool] = None
     mig_pending: Optional[bool] = None
+    # For each of these, None: the GPU does not support the query or the library lacks it.
+    brand: Optional[str] = None  # the `brand` requirement's value for this GPU: BRANDS, or UNKNOWN_BRAND
+    brand_enum: Optional[int] = None  # what nvmlDeviceGetBrand answered
+    # The compute capability as the `arch` requirement compares it: "major.minor" (libnvidia-container's "%u.%u").
+    arch: Optional[str] = None
+    # Read only while MIG mode is on now (the pending mode does not count, as for nvidia-container-cli since 1.10).
+    mig_devices: list[NvmlMigDevice] = field(default_factory=list)
 
     @property
     def mig_mode(self) -> Optional[bool]:
@@ -51,6 +103,8 @@ class NvmlView:
     available: bool
     reason: str = ""  # why not available: pynvml missing, the library not loadable, or the NVML call and error
     driver_version: Optional[str] = None
+    # The `cuda` requirement's value: "major.minor" of the CUDA driver API version; None when NVML does not say.
+    cuda_driver_version: Optional[str] = None
     gpus: list[NvmlGpu] = field(default_factory=list)
     created_nodes: list[str] = field(default_factory=list)  # host paths that appeared during the NVML calls
     removed_nodes: list[str] = field(default_factory=list)  # of those, the ones removed again
@@ -159,6 +213,7 @@ def _calls(pynvml: Any, view: NvmlView) -> None:
     try:
         step = "nvmlSystemGetDriverVersion"
         view.driver_version = _text(pynvml.nvmlSystemGetDriverVersion())
+        view.cuda_driver_version = _cuda_driver_version(pynvml)
         step = "nvmlDeviceGetCount"
         count = int(pynvml.nvmlDeviceGetCount())
         for index in range(count):
@@ -179,6 +234,9 @@ def _calls(pynvml: Any, view: NvmlView) -> None:
             else:
                 gpu.mig_current = current == pynvml.NVML_DEVICE_MIG_ENABLE
                 gpu.mig_pending = pending == pynvml.NVML_DEVICE_MIG_ENABLE
+            _requirement_fields(pynvml, gpu, handle)
+            if gpu.mig_current:
+                gpu.mig_devices = _mig_devices(pynvml, gpu, handle)
             view.gpus.append(gpu)
     except pynvml.NVMLError as error:
         raise _Failed(f"{step}: {error}") from None
@@ -186,6 +244,78 @@ def _calls(pynvml: Any, view: NvmlView) -> None:
         # What was read stays true; a shutdown that fails leaves nothing behind for this process to undo.
         with contextlib.suppress(pynvml.NVMLError):
             pynvml.nvmlShutdown()
+
+
+def _optional(pynvml: Any, where: str, name: str, *args: Any, absent: tuple[type[BaseException], ...] = ()) -> Any:
+    """pynvml.name(*args), or None where NVML does not support it, lacks it, or answers one of absent.
+
+    Any other NVML error fails the read, named by where and name, as the calls every read needs do.
+    """
+    function = getattr(pynvml, name, None)
+    if function is None:  # a pynvml older than the call
+        return None
+    try:
+        return function(*args)
+    except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_FunctionNotFound, *absent):
+        return None
+    except pynvml.NVMLError as error:
+        raise _Failed(f"{where}{name}: {error}") from None
+
+
+def _cuda_driver_version(pynvml: Any) -> Optional[str]:
+    # _v2 asks libcuda (cuDriverGetVersion), which is what a container gets; without libcuda it answers
+    # NVML_ERROR_LIBRARY_NOT_FOUND, where the older call still answers a version the driver supports.
+    version = _optional(pynvml, "", "nvmlSystemGetCudaDriverVersion_v2", absent=(pynvml.NVMLError_LibraryNotFound,))
+    if version is None:
+        version = _optional(pynvml, "", "nvmlSystemGetCudaDriverVersion")
+    if not isinstance(version, int) or version <= 0:
+        return None
+    return cuda_version_text(version)
+
+
+def cuda_version_text(version: int) -> str:
+    """NVML's CUDA version number (1000 * major + 10 * minor) as "major.minor": 12040 -> "12.4".
+
+    nvidia-container-cli takes the minor as version % 100 // 10; the two agree while CUDA minors stay below 10.
+    """
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def _requirement_fields(pynvml: Any, gpu: NvmlGpu, handle: Any) -> None:
+    where = f"GPU {gpu.index}: "
+    brand = _optional(pynvml, where, "nvmlDeviceGetBrand", handle)
+    if brand is not None:
+        gpu.brand_enum = int(brand)
+        gpu.brand = BRANDS.get(gpu.brand_enum, UNKNOWN_BRAND)
+    capability = _optional(pynvml, where, "nvmlDeviceGetCudaComputeCapability", handle)
+    if capability is not None:
+        major, minor = capability
+        gpu.arch = f"{int(major)}.{int(minor)}"
+
+
+def _mig_devices(pynvml: Any, gpu: NvmlGpu, handle: Any) -> list[NvmlMigDevice]:
+    where = f"GPU {gpu.index}: "
+    count = _optional(pynvml, where, "nvmlDeviceGetMaxMigDeviceCount", handle)
+    # NOT_FOUND: no MIG device at that index now; INVALID_ARGUMENT is how some drivers say the same (go-nvlib
+    # skips both).
+    missing = (pynvml.NVMLError_NotFound, pynvml.NVMLError_InvalidArgument)
+    found: list[NvmlMigDevice] = []
+    for index in range(int(count or 0)):
+        where = f"GPU {gpu.index} MIG {index}: "
+        mig = _optional(pynvml, where, "nvmlDeviceGetMigDeviceHandleByIndex", handle, index, absent=missing)
+        if mig is None:
+            continue
+        try:
+            uuid = _text(pynvml.nvmlDeviceGetUUID(mig))
+        except pynvml.NVMLError as error:
+            raise _Failed(f"{where}nvmlDeviceGetUUID: {error}") from None
+        device = NvmlMigDevice(index=index, uuid=uuid)
+        gpu_instance = _optional(pynvml, where, "nvmlDeviceGetGpuInstanceId", mig)
+        compute_instance = _optional(pynvml, where, "nvmlDeviceGetComputeInstanceId", mig)
+        device.gpu_instance_id = None if gpu_instance is None else int(gpu_instance)
+        device.compute_instance_id = None if compute_instance is None else int(compute_instance)
+        found.append(device)
+    return found
 
 
 def _text(value: object) -> str:

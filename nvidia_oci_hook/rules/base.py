@@ -33,6 +33,8 @@ class Context:
     # The CDI library releases that judge a CDI spec (--cdi-library, --engine, the node's engines); none: the
     # newest decides, and the rules say which older engine releases refuse a spec it loads.
     cdi_judges: tuple[Judge, ...] = ()
+    # The linted file as named ("-" for standard input): a config.json's root.path is relative to its directory.
+    document_path: str = ""
     memo: dict[str, Any] = field(default_factory=dict)
 
     def cached(self, key: str, build: Callable[[], Any]) -> Any:

@@ -11,6 +11,7 @@ import pytest
 from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.rules.base import all_rules
 from tests.helpers import FakeHost, codes, lint_value
+from tests.node import fakenodes
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -40,6 +41,14 @@ def node_with_cdi_spec(host: FakeHost, *names: str) -> None:
     )
 
 
+def envs(**variables: str) -> dict[str, Any]:
+    return cri(envs=[{"key": key, "value": value} for key, value in variables.items()])
+
+
+def two_gpu_node(host: FakeHost) -> None:
+    fakenodes.two_gpu_node(host)
+
+
 PLUGIN_DEVICE = device("/dev/nvidia0", "/run/nvidia/driver/dev/nvidia0")
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], Callable[[FakeHost], None]]] = [
@@ -57,6 +66,16 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], Callable[[FakeHost], None
      node_with_stray_devices),
     ("REC001", cri(cdi_devices=[{"name": "nvidia.com/gpu=7"}]), cri(cdi_devices=[{"name": "nvidia.com/gpu=0"}]),
      lambda host: node_with_cdi_spec(host, "0")),
+    ("DRV001", envs(NVIDIA_REQUIRE_CUDA="cuda>=12.8 brand=tesla,driver>=470,driver<471"),
+     envs(NVIDIA_REQUIRE_CUDA="cuda>=12.4 brand=tesla,driver>=470,driver<471"), two_gpu_node),
+    ("DRV002", envs(NVIDIA_REQUIRE_CUDA="cuda>=13.0 brand=tesla,driver>=550,driver<551"),
+     envs(NVIDIA_REQUIRE_CUDA="cuda>=12.0"), two_gpu_node),
+    ("DRV003", envs(NVIDIA_REQUIRE_CUDA="cuda>>12"), envs(NVIDIA_REQUIRE_CUDA="cuda>12"), two_gpu_node),
+    ("DRV004", envs(NVIDIA_VISIBLE_DEVICES="2"), envs(NVIDIA_VISIBLE_DEVICES="1"), two_gpu_node),
+    ("DRV005", envs(NVIDIA_DRIVER_CAPABILITIES="video,graphic"), envs(NVIDIA_DRIVER_CAPABILITIES="video"),
+     two_gpu_node),
+    ("DRV006", envs(NVIDIA_MIG_MONITOR_DEVICES="all"), {**envs(NVIDIA_MIG_MONITOR_DEVICES="all"),
+     "linux": {"security_context": {"privileged": True}}}, two_gpu_node),
 ]  # fmt: skip
 
 

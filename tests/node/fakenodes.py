@@ -114,3 +114,16 @@ def upgraded_without_reboot(host: FakeHost, loaded: str = "550.54.15", installed
     loaded_module(host, loaded)
     driver_libraries(host, installed)
     return host
+
+
+GPU_UUIDS = ("GPU-8f6a2c1e-0b1d-4a8e-9a4e-3c2d1e0f9a01", "GPU-1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f")
+
+
+def two_gpu_node(host: FakeHost, version: str = "550.54.15") -> FakeHost:
+    """A host driver of one version, loaded, with two GPUs listed by the module."""
+    host_driver(host)
+    loaded_module(host, version)
+    driver_libraries(host, version)
+    for minor, uuid in enumerate(GPU_UUIDS):
+        proc_gpu(host, minor, uuid, version=version)
+    return host

@@ -244,7 +244,11 @@ def test_nvml_view_against_the_cdi_specs(
     status, out = doctor(fake_host, capsys, "--nvml-library", nvml_library)
     assert status == 0, out
     assert "[ok] nvml: driver 550.54.15, 1 GPU" in out
-    assert "    GPU 0: minor 0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA Fake GPU, MIG on" in out
+    assert (
+        "    GPU 0: minor 0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA Fake GPU, brand tesla, "
+        "compute capability 8.0, MIG on"
+    ) in out
+    assert "    driver 550.54.15, CUDA 12.4 (the cuda requirement's value)" in out
     # The node's only GPU is minor 1 now: the spec's /dev/nvidia0 names a GPU that is gone.
     monkeypatch.setenv("FAKE_NVML_GPUS", "1:GPU-66666666-2222-3333-4444-555555555555")
     status, out = doctor(fake_host, capsys, "--nvml-library", nvml_library)

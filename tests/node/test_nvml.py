@@ -12,9 +12,9 @@ from typing import Optional
 import pytest
 
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.node.nvml import MISSING_PYNVML, NvmlGpu, read_nvml
+from nvidia_oci_hook.node.nvml import MISSING_PYNVML, NvmlGpu, NvmlMigDevice, NvmlView, read_nvml
 from tests.helpers import FakeHost
-from tests.node.fake_nvml import fake_nvml_library
+from tests.node.fake_nvml import fake_nvml_calls, fake_nvml_library
 
 try:
     import pynvml  # type: ignore[import-untyped]
@@ -24,6 +24,25 @@ except ImportError:
 UUID0 = "GPU-11111111-1111-1111-1111-111111111111"
 UUID1 = "GPU-22222222-2222-2222-2222-222222222222"
 UUID2 = "GPU-33333333-3333-3333-3333-333333333333"
+MIG0 = "MIG-aaaaaaaa-0000-0000-0000-000000000000"
+MIG1 = "MIG-bbbbbbbb-0000-0000-0000-000000000000"
+MIG2 = "MIG-cccccccc-0000-0000-0000-000000000000"
+# Every entry point read_nvml reaches beyond the ones it always needed.
+NEWER_ENTRY_POINTS = (
+    "nvmlSystemGetCudaDriverVersion_v2",
+    "nvmlSystemGetCudaDriverVersion",
+    "nvmlDeviceGetBrand",
+    "nvmlDeviceGetCudaComputeCapability",
+    "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetComputeInstanceId",
+)
+
+
+def tesla(index: int, minor: int, uuid: str, name: str, current: Optional[bool], pending: Optional[bool]) -> NvmlGpu:
+    """A GPU as the fake answers it unless told otherwise: NVML_BRAND_TESLA, compute capability 8.0."""
+    return NvmlGpu(index, minor, uuid, name, current, pending, brand="tesla", brand_enum=2, arch="8.0")
 
 
 @pytest.fixture(scope="session")
@@ -63,10 +82,11 @@ def test_view_lists_driver_gpus_and_mig_modes(
     assert view.available, view.reason
     assert view.reason == ""
     assert view.driver_version == "570.86.15"
+    assert view.cuda_driver_version == "12.4"
     assert view.gpus == [
-        NvmlGpu(index=0, minor=3, uuid=UUID0, name="NVIDIA Fake GPU", mig_current=None, mig_pending=None),
-        NvmlGpu(index=1, minor=0, uuid=UUID1, name="NVIDIA H100 80GB HBM3", mig_current=True, mig_pending=True),
-        NvmlGpu(index=2, minor=1, uuid=UUID2, name="NVIDIA Fake GPU", mig_current=False, mig_pending=True),
+        tesla(0, 3, UUID0, "NVIDIA Fake GPU", None, None),
+        tesla(1, 0, UUID1, "NVIDIA H100 80GB HBM3", True, True),
+        tesla(2, 1, UUID2, "NVIDIA Fake GPU", False, True),
     ]
     assert [gpu.mig_mode for gpu in view.gpus] == [None, True, False]
     assert view.created_nodes == []
@@ -215,6 +235,209 @@ def test_modify_device_files_is_read_from_the_hosts_params(
     assert view.modify_device_files is expected
 
 
+def read(fake_host: FakeHost, library: str) -> NvmlView:
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=False, library=library)
+    assert view.available, view.reason
+    return view
+
+
+@pytest.mark.parametrize(("number", "text"), [(12040, "12.4"), (13000, "13.0"), (11080, "11.8"), (12090, "12.9")])
+def test_the_cuda_driver_version_is_major_dot_minor(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch, number: int, text: str
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_CUDA", str(number))
+    assert read(fake_host, library).cuda_driver_version == text
+
+
+def test_the_cuda_version_of_libcuda_comes_first(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_CUDA", "12080")
+    monkeypatch.setenv("FAKE_NVML_CUDA_V1", "12040")
+    assert read(fake_host, library).cuda_driver_version == "12.8"
+    assert fake_nvml_calls(library, "nvmlSystemGetCudaDriverVersion") == 0
+
+
+@pytest.mark.parametrize("setting", [("FAKE_NVML_NO_CUDA_VERSION", "2"), ("FAKE_NVML_NO_LIBCUDA", "1")])
+def test_the_older_cuda_version_call_answers_when_v2_cannot(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch, setting: tuple[str, str]
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_CUDA", "12080")
+    monkeypatch.setenv("FAKE_NVML_CUDA_V1", "12020")
+    monkeypatch.setenv(*setting)
+    assert read(fake_host, library).cuda_driver_version == "12.2"
+
+
+def test_a_library_without_the_v2_call_gives_the_older_ones_version(
+    fake_host: FakeHost, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    old = str(fake_nvml_library(tmp_path_factory, without=["nvmlSystemGetCudaDriverVersion_v2"]))
+    monkeypatch.setenv("FAKE_NVML_CUDA_V1", "11040")
+    assert read(fake_host, old).cuda_driver_version == "11.4"
+
+
+def test_no_cuda_version_leaves_it_none_and_the_rest_read(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0}")
+    monkeypatch.setenv("FAKE_NVML_NO_CUDA_VERSION", "1,2")
+    view = read(fake_host, library)
+    assert view.cuda_driver_version is None
+    assert [gpu.uuid for gpu in view.gpus] == [UUID0]
+
+
+def test_brands_are_read_per_gpu(fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1},2:{UUID2}")
+    monkeypatch.setenv("FAKE_NVML_BRAND", "5,1:13")
+    assert [(gpu.brand, gpu.brand_enum) for gpu in read(fake_host, library).gpus] == [
+        ("geforce", 5),
+        ("nvidiartx", 13),
+        ("geforce", 5),
+    ]
+
+
+def test_every_nvml_brand_has_the_name_nvidia_container_cli_gives_it(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # libnvidia-container src/driver.c since 6845f41ef5313fda5b7254d6b75843d660e49fcc; the requirement check
+    # compares case-insensitively, NVIDIA_REQUIRE_CUDA writes them in lower case.
+    expected = [
+        "unknown",  # NVML_BRAND_UNKNOWN
+        "quadro",
+        "tesla",
+        "nvs",
+        "grid",
+        "geforce",
+        "titan",
+        "vapps",
+        "vpc",
+        "vcs",
+        "vws",
+        "cloudgaming",
+        "quadrortx",
+        "nvidiartx",
+        "nvidia",
+        "geforcertx",
+        "titanrtx",
+        "unknown",  # NVML_BRAND_NVIDIA_DLA and the newer ones: not in the tools' table
+        "unknown",
+        "unknown",
+    ]
+    monkeypatch.setenv("FAKE_NVML_GPUS", ",".join(f"{n}:GPU-{n}" for n in range(len(expected))))
+    monkeypatch.setenv("FAKE_NVML_BRAND", ",".join(f"{n}:{n}" for n in range(len(expected))))
+    gpus = read(fake_host, library).gpus
+    assert [gpu.brand_enum for gpu in gpus] == list(range(len(expected)))
+    assert [gpu.brand for gpu in gpus] == expected
+
+
+def test_compute_capabilities_are_read_per_gpu(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1},2:{UUID2}")
+    monkeypatch.setenv("FAKE_NVML_ARCH", "0:9.0,2:12.1")
+    assert [gpu.arch for gpu in read(fake_host, library).gpus] == ["9.0", "8.0", "12.1"]
+
+
+def test_unsupported_queries_leave_their_fields_none(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1}")
+    monkeypatch.setenv("FAKE_NVML_BRAND", "1:unsupported")
+    monkeypatch.setenv("FAKE_NVML_ARCH", "0:unsupported")
+    monkeypatch.setenv("FAKE_NVML_MIG", "0,1")
+    monkeypatch.setenv("FAKE_NVML_MIG_MAX", "unsupported")
+    monkeypatch.setenv("FAKE_NVML_MIG_DEVICES", f"0:{MIG0}")
+    gpus = read(fake_host, library).gpus
+    assert [(gpu.brand, gpu.brand_enum, gpu.arch, gpu.mig_devices) for gpu in gpus] == [
+        ("tesla", 2, None, []),
+        (None, None, "8.0", []),
+    ]
+
+
+def test_a_library_older_than_the_new_calls_reads_as_before(
+    fake_host: FakeHost, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    old = str(fake_nvml_library(tmp_path_factory, without=NEWER_ENTRY_POINTS))
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1}")
+    monkeypatch.setenv("FAKE_NVML_MIG", "1")
+    monkeypatch.setenv("FAKE_NVML_MIG_DEVICES", f"1:{MIG0}")
+    view = read(fake_host, old)
+    assert view.cuda_driver_version is None
+    assert view.gpus == [
+        NvmlGpu(index=0, minor=0, uuid=UUID0, name="NVIDIA Fake GPU", mig_current=False, mig_pending=False),
+        NvmlGpu(index=1, minor=1, uuid=UUID1, name="NVIDIA Fake GPU", mig_current=True, mig_pending=True),
+    ]
+
+
+def test_mig_devices_carry_their_uuids_nvidia_indexes_and_instance_ids(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1}")
+    monkeypatch.setenv("FAKE_NVML_MIG", "0,1")
+    monkeypatch.setenv("FAKE_NVML_MIG_DEVICES", f"0:{MIG0}@7.0;{MIG1}@8.1,1:{MIG2}")
+    gpus = read(fake_host, library).gpus
+    assert gpus[0].mig_devices == [NvmlMigDevice(0, MIG0, 7, 0), NvmlMigDevice(1, MIG1, 8, 1)]
+    assert gpus[1].mig_devices == [NvmlMigDevice(0, MIG2, 0, 0)]
+
+
+def test_a_mig_index_without_a_device_keeps_the_later_ones_at_their_own_index(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GPU:N names the device NVML answers at MIG index N; a gap does not move the ones after it.
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0}")
+    monkeypatch.setenv("FAKE_NVML_MIG", "0")
+    monkeypatch.setenv("FAKE_NVML_MIG_DEVICES", f";{MIG0};;{MIG1}")
+    migs = read(fake_host, library).gpus[0].mig_devices
+    assert [(mig.index, mig.uuid) for mig in migs] == [(1, MIG0), (3, MIG1)]
+
+
+def test_mig_devices_are_read_only_while_mig_mode_is_on(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1},2:{UUID2}")
+    monkeypatch.setenv("FAKE_NVML_MIG", "0")
+    monkeypatch.setenv("FAKE_NVML_MIG_PENDING", "1")
+    monkeypatch.setenv("FAKE_NVML_MIG_DEVICES", f"{MIG0}")
+    gpus = read(fake_host, library).gpus
+    assert [len(gpu.mig_devices) for gpu in gpus] == [1, 0, 0]
+    assert fake_nvml_calls(library, "nvmlDeviceGetMaxMigDeviceCount") == 1
+
+
+def test_mig_instance_ids_missing_from_the_library_are_none(
+    fake_host: FakeHost, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    without = ["nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId"]
+    old = str(fake_nvml_library(tmp_path_factory, without=without))
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0}")
+    monkeypatch.setenv("FAKE_NVML_MIG", "0")
+    monkeypatch.setenv("FAKE_NVML_MIG_DEVICES", f"{MIG0}@3.0")
+    assert read(fake_host, old).gpus[0].mig_devices == [NvmlMigDevice(0, MIG0)]
+
+
+def test_another_error_of_a_new_call_fails_the_read_naming_it(
+    fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only "not supported" and "no such function" are answers to leave out; any other error fails the read, as it
+    # does for the calls every read needs, and what was read before stays.
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1}")
+    monkeypatch.setenv("FAKE_NVML_BRAND", "1:error")
+    view = read_nvml(HostView(str(fake_host.root)), remove_created=False, library=library)
+    assert not view.available
+    assert view.reason == "GPU 1: nvmlDeviceGetBrand: Unknown Error"
+    assert [gpu.uuid for gpu in view.gpus] == [UUID0]
+
+
+def test_the_nvml_calls_stay_few(fake_host: FakeHost, library: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NVML_GPUS", f"0:{UUID0},1:{UUID1}")
+    monkeypatch.setenv("FAKE_NVML_MIG", "1")
+    monkeypatch.setenv("FAKE_NVML_MIG_MAX", "1:3")
+    monkeypatch.setenv("FAKE_NVML_MIG_DEVICES", f"1:{MIG0};{MIG1}")
+    read(fake_host, library)
+    # init, driver, CUDA, count and shutdown; seven per GPU; per MIG GPU the maximum, one per MIG index and three
+    # per MIG device.
+    assert fake_nvml_calls(library) == 5 + 7 * 2 + (1 + 3 + 3 * 2)
+
+
 def test_the_fake_answers_nvml_errors_for_bad_arguments(library: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import ctypes
 
@@ -230,6 +453,8 @@ def test_the_fake_answers_nvml_errors_for_bad_arguments(library: str, monkeypatc
         with pytest.raises(pynvml.NVMLError_InvalidArgument):
             pynvml.nvmlDeviceGetUUID(pynvml.c_nvmlDevice_t())
         assert pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(0)) == UUID0
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            pynvml.nvmlDeviceGetGpuInstanceId(pynvml.nvmlDeviceGetHandleByIndex(0))
     finally:
         pynvml.nvmlShutdown()
     with pytest.raises(pynvml.NVMLError_Uninitialized):

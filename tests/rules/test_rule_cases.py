@@ -16,6 +16,7 @@ import pytest
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.rules.base import all_rules
 from tests.helpers import FakeHost, codes, lint_value
+from tests.node import fakenodes
 
 V = "1.0.2"
 ALLOW_ALL = [{"allow": True, "access": "rwm"}]
@@ -79,6 +80,10 @@ class Case:
     id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     settings: Optional[Settings] = None
+
+
+def two_gpu_node(host: FakeHost) -> None:
+    fakenodes.two_gpu_node(host)
 
 
 def driver_on_host(host: FakeHost) -> None:
@@ -288,6 +293,30 @@ CASES = [
 ]
 
 
+def env(*entries: str, devices: Optional[list[Any]] = None) -> dict[str, Any]:
+    return spec(devices, process={"cwd": "/", "env": ["PATH=/bin", *entries]})
+
+
+ISSUE_REQUIREMENT = "NVIDIA_REQUIRE_CUDA=cuda>=12.8 brand=tesla,driver>=470,driver<471"
+
+CASES += [
+    Case("DRV001", env(ISSUE_REQUIREMENT), env("NVIDIA_REQUIRE_CUDA=cuda>=12.4 brand=tesla,driver>=470,driver<471"),
+         host=two_gpu_node),
+    Case("DRV001", env("CUDA_VERSION=12.8.0"), env("CUDA_VERSION=12.4.1"), host=two_gpu_node, id="legacy-image"),
+    Case("DRV002", env("NVIDIA_REQUIRE_CUDA=cuda>=13.0 brand=tesla,driver>=550,driver<551"),
+         env("NVIDIA_REQUIRE_CUDA=cuda>=13.0 driver>=550,driver<551"), host=two_gpu_node),
+    Case("DRV002", env("NVIDIA_VISIBLE_DEVICES=1:0", devices=gpu_set()),
+         env("NVIDIA_VISIBLE_DEVICES=1", devices=gpu_set()), host=two_gpu_node, id="mig"),
+    Case("DRV003", env("NVIDIA_REQUIRE_CUDA=cuda=>12.0"), env("NVIDIA_REQUIRE_CUDA=cuda>=12.0"), host=two_gpu_node),
+    Case("DRV004", env("NVIDIA_VISIBLE_DEVICES=7", devices=gpu_set()),
+         env("NVIDIA_VISIBLE_DEVICES=1", devices=gpu_set()), host=two_gpu_node),
+    Case("DRV005", env("NVIDIA_DRIVER_CAPABILITIES=compute,graphic"),
+         env("NVIDIA_DRIVER_CAPABILITIES=compute,graphics")),
+    Case("DRV006", env("NVIDIA_MIG_CONFIG_DEVICES=all"), privileged(env("NVIDIA_MIG_CONFIG_DEVICES=all"))),
+    Case("DRV007", env("NVIDIA_VISIBLE_DEVICES=0"), env("NVIDIA_VISIBLE_DEVICES=0", devices=gpu_set())),
+]  # fmt: skip
+
+
 def _case_id(case: Case) -> str:
     return f"{case.code}-{case.id}" if case.id else case.code
 
@@ -296,8 +325,9 @@ OCI_KINDS = {"oci", "oci-state", "*"}
 
 
 def test_every_oci_rule_has_a_case() -> None:
-    # DOC004 needs a 32 MiB file (tests/cli/test_robustness); DOC006 is YAML (tests/formats/test_formats).
-    covered = {case.code for case in CASES} | {"DOC004", "DOC006"}
+    # DOC004 needs a 32 MiB file (tests/cli/test_robustness); DOC006 is YAML (tests/formats/test_formats); DRV008
+    # and DRV009 read the bundle's root filesystem beside a config file (tests/node/test_driver_rules).
+    covered = {case.code for case in CASES} | {"DOC004", "DOC006", "DRV008", "DRV009"}
     assert covered == {rule.code for rule in all_rules() if rule.kinds & OCI_KINDS}
 
 

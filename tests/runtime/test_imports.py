@@ -10,6 +10,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.engine.support import config, device, gpu_spec
 from tests.helpers import control_node
 from tests.runtime.support import INTERPRETER, write_config
@@ -56,7 +58,17 @@ print(" ".join(n for n in imported if n.split(".")[0] not in sys.stdlib_module_n
 """
 
 
-def test_runtime_modes_import_only_cheap_standard_modules_and_the_engine(tmp_path: Path) -> None:
+# What NVIDIA's tools act on: the runtime path reads none of it, so it must import nothing of the driver layer.
+NVIDIA_ENV = [
+    "NVIDIA_REQUIRE_CUDA=cuda>=12.8 brand=tesla,driver>=470,driver<471",
+    "NVIDIA_VISIBLE_DEVICES=0",
+    "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+    "CUDA_VERSION=12.8.0",
+]
+
+
+@pytest.mark.parametrize("env", [[], NVIDIA_ENV], ids=["plain", "nvidia-variables"])
+def test_runtime_modes_import_only_cheap_standard_modules_and_the_engine(tmp_path: Path, env: list[str]) -> None:
     spec_dir = tmp_path / "cdi"
     spec_dir.mkdir()
     spec = gpu_spec(env=["FROM_SPEC=1"])
@@ -70,6 +82,7 @@ def test_runtime_modes_import_only_cheap_standard_modules_and_the_engine(tmp_pat
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     value = config(annotations={"cdi.k8s.io/gpu": "example.com/gpu=0"})
+    value["process"]["env"] += env
     value["linux"]["devices"] = [device("/dev/nvidia0", 195, 0)] * 2 + [control_node()]
     (bundle / "config.json").write_text(json.dumps(value))
     program = PROGRAM.format(repository=str(REPOSITORY), settings=str(settings), bundle=str(bundle))
@@ -84,4 +97,5 @@ def test_runtime_modes_import_only_cheap_standard_modules_and_the_engine(tmp_pat
     assert imported & FORBIDDEN == set()
     ours = {name for name in imported if name.split(".")[0] == "nvidia_oci_hook"}
     assert ours <= ENGINE_MODULES, sorted(ours - ENGINE_MODULES)
+    assert not {name for name in ours if name.startswith(("nvidia_oci_hook.nvidia", "nvidia_oci_hook.node"))}
     assert set(outside_stdlib.split()) == ours

@@ -18,7 +18,7 @@ from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.host import DeviceIdentity, HostView, owning_root
 from nvidia_oci_hook.kinds.cdi.specs_go import GoStruct, edit_blocks, entries, fully_specified
 from nvidia_oci_hook.node.driver import FOUND, DriverRootAnswer
-from nvidia_oci_hook.node.driver_facts import library_version
+from nvidia_oci_hook.node.driver_facts import HOST_DRIVER_VERSION, host_driver_version, library_version
 
 # deviceNodes[].hostPath exists from this spec version on: adding one to an older spec makes the library refuse it.
 HOST_PATH_VERSION = (0, 5, 0)
@@ -159,6 +159,11 @@ class _Planner:
         block's mounts were repointed to; one naming another version that no mount repointed is a problem."""
         for index, argument in enumerate(hook.items_of("args")):
             if not isinstance(argument, str):
+                continue
+            stated = host_driver_version(argument)
+            if stated is not None and self.driver is not None and stated != self.driver:
+                # enable-cuda-compat decides against this version: the loaded driver's is the one it means.
+                edits.append(_Edit(f"{hook.at('args')}/{index}", argument, f"{HOST_DRIVER_VERSION}{self.driver}"))
                 continue
             new = argument
             for part in argument.replace("::", " ").replace("=", " ").split():

@@ -24,6 +24,7 @@ from nvidia_oci_hook.kinds.cdi.specs_go import (
 )
 from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.kinds.devices import NVIDIACTL, gpu_index
+from nvidia_oci_hook.node.driver_facts import host_driver_version, library_version
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.cdi.loader import analysis, judges
 from nvidia_oci_hook.rules.host import stale_root_problem
@@ -260,7 +261,6 @@ def _loaded_driver(context: Context) -> Optional[str]:
 
 def _other_driver_version(context: Context, path: str) -> Optional[tuple[str, str]]:
     """(the driver version a library path names, the loaded module's) when they differ."""
-    from nvidia_oci_hook.node.driver_facts import library_version
 
     parsed = library_version(path.rpartition("/")[2])
     loaded = _loaded_driver(context) if parsed is not None else None
@@ -275,8 +275,9 @@ def other_driver_version(value: Any, context: Context) -> Iterator[Problem]:
 
     ## What it checks
     Each mount `hostPath` (and each `create-symlinks` hook argument) that names a driver library with its
-    version (`libcuda.so.545.23.08`, `libnvidia-ml.so.545.23.08`), against the version of the loaded kernel
-    module (`/proc/driver/nvidia/version` under `--host-root`), whether or not the old file is still there.
+    version (`libcuda.so.545.23.08`, `libnvidia-ml.so.545.23.08`), and the `enable-cuda-compat` hook's
+    `--host-driver-version=`, against the version of the loaded kernel module (`/proc/driver/nvidia/version`
+    under `--host-root`), whether or not the old files are still there.
 
     ## Why it matters
     `nvidia-ctk cdi generate` writes the driver's version into every library path. After a driver upgrade
@@ -318,6 +319,17 @@ def other_driver_version(value: Any, context: Context) -> Iterator[Problem]:
         for _pointer, hook in entries(block, "hooks"):
             for index, argument in enumerate(hook.items_of("args")):
                 if not isinstance(argument, str):
+                    continue
+                stated = host_driver_version(argument)
+                loaded = _loaded_driver(context)
+                if stated is not None and loaded is not None and stated != loaded:
+                    yield Problem(
+                        f"{hook.at('args')}/{index}",
+                        f"{hook.text('hookName')} hook argument {argument!r}: the spec was generated for driver "
+                        f"{stated}, the loaded kernel module is {loaded}: NVIDIA's enable-cuda-compat hook judges the "
+                        "image's forward-compatibility libraries against the wrong driver",
+                        "nvidia-oci-hook cdi reconcile, or regenerate the spec (nvidia-ctk cdi generate)",
+                    )
                     continue
                 for part in argument.replace("::", " ").split():
                     versions = _other_driver_version(context, part)
