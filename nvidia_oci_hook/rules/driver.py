@@ -65,13 +65,17 @@ def _requirement_verdicts(value: Any, context: Context, cuda: Optional[str] = No
     to judge with instead of the driver's (the image's forward-compatibility libraries)."""
     from nvidia_oci_hook.nvidia.requirements import NodeProperties, evaluate, requirements_from_env
 
-    requirements = requirements_from_env(_values(environment(value, context)))
-    if not requirements:
-        return None
-    if context.host is None:
-        return requirements, evaluate(requirements, NodeProperties()), None
-    node = _node(context)
-    return requirements, evaluate(requirements, NodeProperties(cuda=cuda or node.cuda, driver=node.driver)), node
+    def build() -> Any:
+        requirements = requirements_from_env(_values(environment(value, context)))
+        if not requirements:
+            return None
+        if context.host is None:
+            return requirements, evaluate(requirements, NodeProperties()), None
+        node = _node(context)
+        return requirements, evaluate(requirements, NodeProperties(cuda=cuda or node.cuda, driver=node.driver)), node
+
+    # Four rules ask; a requirement of dozens of terms is evaluated once per CUDA version.
+    return context.cached(f"requirement-verdicts {cuda}", build)
 
 
 def _pointer(value: Any, context: Context, variable: str) -> str:
