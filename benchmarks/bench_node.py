@@ -120,8 +120,11 @@ def build_node(root: Path, gpus: int = 8) -> None:
     for program in ("nvidia-container-runtime", "nvidia-container-toolkit", "runc"):
         write(f"/usr/bin/{program}", "#!/bin/sh\n", 0o755)
     write(f"{DRIVER}/usr/bin/nvidia-smi", "#!/bin/sh\n", 0o755)
-    write(f"{DRIVER}{LIB}/libnvidia-ml.so.1")
-    write(f"{DRIVER}{LIB}/libcuda.so.1")
+    # The driver's files as it installs them: named with its version, the .so.1 links ldconfig makes to them.
+    for library in ("libnvidia-ml.so", "libcuda.so", "libnvidia-ptxjitcompiler.so"):
+        write(f"{DRIVER}{LIB}/{library}.550.54.15")
+        link = root / f"{DRIVER}{LIB}/{library}.1".lstrip("/")
+        link.symlink_to(f"{library}.550.54.15")
     write("/proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15\n")
     write("/run/nvidia/validations/toolkit-ready")
     write("/run/nvidia/validations/driver-ready", f"IS_HOST_DRIVER=false\nNVIDIA_DRIVER_ROOT={DRIVER}\n")

@@ -146,6 +146,13 @@ def driver_versions_check(host: HostView, answer: DriverRootAnswer) -> Check:
             "driver-versions", UNKNOWN, f"not compared: the kernel module's version is unknown ({module.source})",
             evidence,
         )  # fmt: skip
+    # A root whose libraries carry no version in their names (copies, not the driver's files and links) says
+    # nothing about its version: it is left out of the comparison, and alone it leaves the check unknown.
+    unnamed = [space for space in spaces if not space.files and not space.selected_versions()]
+    evidence += [f"{space.root}: no library names a driver version: not compared" for space in unnamed]
+    spaces = [space for space in spaces if space not in unnamed]
+    if not spaces:
+        return Check("driver-versions", UNKNOWN, "not compared: no driver library names its version", evidence)
     mismatched = []
     for space in spaces:
         wrong = [s for s in space.selections if s.version is not None and s.version != module.version]

@@ -234,6 +234,14 @@ def test_driver_container_fix_restarts_its_pod(tmp_path: Path) -> None:
     assert check.fix is not None and check.fix.startswith("restart the GPU Operator's driver pod")
 
 
+def test_libraries_without_versions_in_their_names_are_not_compared(tmp_path: Path) -> None:
+    host = FakeHost(tmp_path)
+    fakenodes.host_driver(host)  # libcuda.so.1 and libnvidia-ml.so.1 as plain files
+    fakenodes.loaded_module(host, LOADED)
+    check = _check(tmp_path)
+    assert check.status == UNKNOWN and "/: no library names a driver version: not compared" in check.evidence
+
+
 def test_unknown_without_module_version(tmp_path: Path) -> None:
     host = FakeHost(tmp_path)
     fakenodes.host_driver(host)
