@@ -320,13 +320,12 @@ def other_driver_version(value: Any, context: Context) -> Iterator[Problem]:
             for index, argument in enumerate(hook.items_of("args")):
                 if not isinstance(argument, str):
                     continue
-                stated = host_driver_version(argument)
-                loaded = _loaded_driver(context)
-                if stated is not None and loaded is not None and stated != loaded:
+                stated, module = host_driver_version(argument), _loaded_driver(context)
+                if stated is not None and module is not None and stated != module:
                     yield Problem(
                         f"{hook.at('args')}/{index}",
                         f"{hook.text('hookName')} hook argument {argument!r}: the spec was generated for driver "
-                        f"{stated}, the loaded kernel module is {loaded}: NVIDIA's enable-cuda-compat hook judges the "
+                        f"{stated}, the loaded kernel module is {module}: NVIDIA's enable-cuda-compat hook judges the "
                         "image's forward-compatibility libraries against the wrong driver",
                         "nvidia-oci-hook cdi reconcile, or regenerate the spec (nvidia-ctk cdi generate)",
                     )
