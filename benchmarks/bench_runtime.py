@@ -22,7 +22,7 @@ NVIDIA's environment, the annotations an engine writes; bundles and runtime stat
 - hook: `nvidia-oci-hook hook prestart` with the container's state on stdin (compact, as runc writes it), against
   `python3 -I -S -c pass`, which is what the fronts start (-I alone would load site and make the hook look
   cheaper than it is): on that GPU container, which starts Python, and on a busybox container with no GPU
-  content, which the hook's sh front ends without Python.
+  content, which the hook's sh front ends without Python, its config compact and as cri-o writes it (tabs).
 
 Engines (--engine-runs M, default 30), with runc as the baseline: see benchmarks/bench_engines.py.
 """
@@ -414,6 +414,13 @@ def _measure_calls(
     busybox = directory / "busybox"
     busybox.mkdir()
     (busybox / "config.json").write_text(json.dumps(base_config(space.rootfs, "true"), separators=(",", ":")))
+    # The same container as cri-o writes its config.json: Go's MarshalIndent with a tab (its escapes change
+    # nothing here: the config holds no <, > or &).
+    busybox_crio = directory / "busybox-crio"
+    busybox_crio.mkdir()
+    (busybox_crio / "config.json").write_text(
+        json.dumps(base_config(space.rootfs, "true"), indent="\t", separators=(",", ": "))
+    )
 
     def hook_run(path: Path) -> None:
         # The state as runc writes it: compact JSON on one line.
@@ -431,6 +438,7 @@ def _measure_calls(
             "bare": Case(bare, settle=SETTLE / 5),
             "hook": Case(partial(hook_run, plain), settle=SETTLE / 5),
             "hook busybox": Case(partial(hook_run, busybox), settle=SETTLE / 5),
+            "hook busybox crio": Case(partial(hook_run, busybox_crio), settle=SETTLE / 5),
         },
     )
 
@@ -479,6 +487,12 @@ def _measure_calls(
                 hook_times["hook busybox"],
                 bare_time,
                 note="ends in its sh front: no Python",
+            ),
+            ratio_row(
+                "hook prestart, no GPU content, cri-o's text",
+                hook_times["hook busybox crio"],
+                bare_time,
+                note="tab-indented: sh, tr and sed, no Python",
             ),
         ],
     )

@@ -13,22 +13,41 @@ from nvidia_oci_hook.host import HostView
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any, Optional, Union
 
 
-def _indent_of(text: str) -> Optional[int]:
-    """The indentation the file uses (None: compact), so that --in-place keeps the file's style."""
-    for line in text.splitlines()[1:3]:
-        stripped = line.lstrip(" ")
-        if stripped and len(stripped) < len(line):
-            return len(line) - len(stripped)
-    return None
+# Go's encoding/json writes <, > and & so in every string (cri-o's config.json is Go's MarshalIndent with a tab).
+_GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"))
 
 
-def _render(value: Any, indent: Optional[int]) -> str:
-    if indent is None:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(value, ensure_ascii=False, indent=indent) + "\n"
+class _Style:
+    """How a config's text is written, so that --in-place and --diff keep it: the indentation (None: compact; a
+    number of spaces; a tab), and whether it escapes <, > and & as Go does."""
+
+    def __init__(self, text: str) -> None:
+        self.indent: Optional[Union[int, str]] = None
+        for line in text.splitlines()[1:3]:
+            stripped = line.lstrip(" \t")
+            if stripped and len(stripped) < len(line):
+                lead = line[: len(line) - len(stripped)]
+                self.indent = "\t" if lead.startswith("\t") else len(lead)
+                break
+        self.go_escapes = any(escape in text for _char, escape in _GO_ESCAPES)
+        self.final_newline = text.endswith("\n")
+
+    def render(self, value: Any, indent: Optional[Union[int, str]] = None) -> str:
+        """In the text's own style, or indented by indent (then ending with a newline, as a new file does)."""
+        own = indent is None
+        indent = self.indent if own else indent
+        if indent is None:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        else:
+            newline = "\n" if self.final_newline or not own else ""
+            text = json.dumps(value, ensure_ascii=False, indent=indent) + newline
+        if self.go_escapes:
+            for char, escape in _GO_ESCAPES:
+                text = text.replace(char, escape)
+        return text
 
 
 def reconcile_file(
@@ -58,18 +77,27 @@ def reconcile_file(
         f"{len(result.edits)} edit{'s' if len(result.edits) != 1 else ''}, "
         f"{len(result.findings)} problem{'s' if len(result.findings) != 1 else ''} left\n"
     )
-    indent = _indent_of(text)
+    style = _Style(text)
     if diff:
-        before = json.dumps(config, ensure_ascii=False, indent=2).splitlines(keepends=True)
-        after = json.dumps(result.config, ensure_ascii=False, indent=2).splitlines(keepends=True)
+        # The text as given against the reconciled config in the same style; a compact text is one line, so both
+        # sides are then indented, and the label says so.
         label = "-" if path == "-" else path
-        for line in difflib.unified_diff(before, after, f"{label} (as given)", f"{label} (reconciled)"):
-            sys.stdout.write(line if line.endswith("\n") else line + "\n")
+        if style.indent is None:
+            before, after = style.render(config, 2), style.render(result.config, 2)
+            given = f"{label} (as given, indented)"
+        else:
+            before, after, given = text, style.render(result.config), f"{label} (as given)"
+        lines = difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), given, f"{label} (reconciled)"
+        )
+        sys.stderr.flush()  # the summary above, wholly before the diff wherever both streams go
+        sys.stdout.write("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+        sys.stdout.flush()
     elif in_place:
         if result.changed:
-            io.write_atomic(path, _render(result.config, indent).encode("utf-8"))
+            io.write_atomic(path, style.render(result.config).encode("utf-8"))
     elif output is not None:
-        io.write_atomic(output, _render(result.config, 2 if indent is None else indent).encode("utf-8"))
+        io.write_atomic(output, style.render(result.config, 2 if style.indent is None else None).encode("utf-8"))
     else:
-        sys.stdout.write(_render(result.config, 2))
+        sys.stdout.write(style.render(result.config, 2))
     return 1 if any(finding.severity == "error" for finding in result.findings) else 0

@@ -517,8 +517,9 @@ def gpu_access_check(host: HostView, restore: bool = False, runtime_roots: tuple
         f"{len(lost)} running container(s) can no longer open their GPUs (Failed to initialize NVML: Unknown "
         f"Error): {names[0]}" + (f" and {len(names) - 1} more" if len(names) > 1 else ""),
         evidence,
-        f"restart {', '.join(names)}: their device cgroup lost the NVIDIA rules (a cgroup re-applied without "
-        "them); doctor --fix --restore-device-access re-adds the spec's own rules on cgroup v1",
+        f"restart {', '.join(names)}: {'its' if len(names) == 1 else 'their'} device cgroup lost the NVIDIA rules "
+        "(a cgroup re-applied without them); doctor --fix --restore-device-access re-adds the spec's own rules on "
+        "cgroup v1",
         repairs,
         counts=counts,
     )

@@ -114,3 +114,33 @@ def test_runtime_through_the_main_command(tmp_path: Path) -> None:
     result = run_process([str(hook), "runtime", "--", "state", "x"], env=env)
     assert result.returncode == 0 and result.stdout == b'{"status":"created"}\n'
     assert (record / "args").read_text() == "state\nx\n"
+
+
+def _as_crio_writes(value: dict) -> str:
+    """Go's MarshalIndent with a tab, as cri-o writes config.json, <, > and & escaped."""
+    text = json.dumps(value, indent="\t")
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def test_a_tab_indented_spec_is_diffed_as_given_and_kept_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    value = _needs_work()
+    value["process"]["env"].append("SCRIPT=a<b&c>d")
+    path = tmp_path / "config.json"
+    path.write_text(_as_crio_writes(value))
+    status, out, err = run(capsys, "reconcile", "--host-root", str(tmp_path), str(path), "--diff")
+    assert status == 0 and out.startswith(f"--- {path} (as given)\n+++ {path} (reconciled)\n@@"), out
+    # The unchanged lines are the file's own, tabs included, and its last line is not shown as changed.
+    assert '\n \t\t\t\t"type": "c",\n' in out and out.endswith("\n") and "\n-}\n" not in out
+    assert all(line[:1] in " +-@" for line in out.splitlines()), out
+    assert err.endswith("3 edits, 0 problems left\n")
+    assert run(capsys, "reconcile", "--host-root", str(tmp_path), "--in-place", str(path))[0] == 0
+    written = path.read_text()
+    assert written.startswith('{\n\t"ociVersion"') and "a\\u003cb\\u0026c\\u003ed" in written
+    assert len(json.loads(written)["linux"]["devices"]) == 2
+
+
+def test_a_compact_spec_is_diffed_indented_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_needs_work(), separators=(",", ":")))
+    out = run(capsys, "reconcile", "--host-root", str(tmp_path), str(path), "--diff")[1]
+    assert out.startswith(f"--- {path} (as given, indented)\n+++ {path} (reconciled)\n@@"), out

@@ -1,6 +1,7 @@
 """What the fronts' pre-checks are held to: every config of the schema-agreement corpus (real specs from runc,
 crun, containerd and podman, enriched and mutated), the project's OCI examples and corpus, and variants of them
-that carry each thing the plan acts on, each written compact (as Go engines write config.json) and indented."""
+that carry each thing the plan acts on, each written compact (as runc, crun and containerd write config.json),
+indented with tabs and Go's escapes (as cri-o writes it), and indented with spaces."""
 
 from __future__ import annotations
 
@@ -79,14 +80,31 @@ def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def go_indented(value: Any) -> str:
+    """As cri-o writes config.json: Go's json.MarshalIndent with a tab, which escapes <, >, & and the line and
+    paragraph separators as encoding/json always does."""
+    text = json.dumps(value, indent="\t", separators=(",", ": "), ensure_ascii=False)
+    for char, escape in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escape)
+    return text
+
+
 def texts(value: Any) -> list[tuple[str, bytes]]:
     written = compact(value)
-    forms = [("compact", written), ("indented", json.dumps(value, indent=2))]
-    # Escapes the dispatcher must see through or refuse: "/" written as "\/", letters as "\u0063" and "\u0056".
-    escaped_letters = written.replace('"devices"', '"devi\\u0063es"').replace('"ociVersion"', '"oci\\u0056ersion"')
-    for label, text in (("escaped slashes", written.replace("/", "\\/")), ("escaped letters", escaped_letters)):
-        if text != written:
-            forms.append((label, text))
+    forms = [("compact", written), ("indented", json.dumps(value, indent=2)), ("cri-o", go_indented(value))]
+    # Escapes the dispatcher must see through or refuse: "/" written as "\/", letters as "\u0063" and "\u0056";
+    # in the compact text and in cri-o's.
+    for shape, plain in (("", written), ("cri-o, ", go_indented(value))):
+        escaped_letters = plain.replace('"devices"', '"devi\\u0063es"').replace('"ociVersion"', '"oci\\u0056ersion"')
+        for label, text in (("escaped slashes", plain.replace("/", "\\/")), ("escaped letters", escaped_letters)):
+            if text != plain:
+                forms.append((shape + label, text))
     return [(label, text.encode("utf-8")) for label, text in forms]
 
 
