@@ -121,17 +121,30 @@ def rich_documents() -> list[tuple[str, Any]]:
         if isinstance(value, dict) and "process" in value:
             documents.append((path.name, value))
     documents.append(("busybox", base_config(Path("/nonexistent-rootfs"), "true")))
+    documents += [(name, json.loads(raw)) for name, raw in crio_specs()]
     return documents
 
 
+CRIO_SPECS = Path(__file__).parent / "crio-specs"
+
+
+def crio_specs() -> list[tuple[str, bytes]]:
+    """config.json as cri-o 1.37 wrote it for busybox containers in host-network pods (plain; a device; in a
+    privileged pod; with annotations and an environment that Go escapes), kept byte for byte."""
+    return [(f"cri-o 1.37 {path.stem}", path.read_bytes()) for path in sorted(CRIO_SPECS.glob("*.json"))]
+
+
 def corpus_configs() -> list[tuple[str, Any, list[tuple[str, bytes]]]]:
-    """(label, config, its texts): the corpus as an engine writes it, and the richer documents in every form and
-    variant."""
+    """(label, config, its texts): the corpus as an engine writes it, the specs cri-o wrote as it wrote them, and
+    the richer documents in every form and variant."""
     found = [
         (name, document, [("compact", compact(document).encode("utf-8"))])
         for name, kind, document in corpus()
         if kind == "oci"
     ]
+    for name, raw in crio_specs():
+        document = json.loads(raw)
+        found.append((name, document, [("compact", compact(document).encode("utf-8")), ("cri-o", raw)]))
     for name, document in rich_documents():
         for variant, config in variants(name, document):
             found.append((variant, config, texts(config)))

@@ -24,7 +24,14 @@ from nvidia_oci_hook.launcher import hook_front_text
 from nvidia_oci_hook.runtime.dispatch import RECORD_FILE, file_identity, remember
 from tests.e2e.bundles import base_config
 from tests.helpers import control_node
-from tests.runtime.precheck_corpus import DRIVER_ROOT, GPU_WITHOUT_CONTROL, compact, corpus_configs
+from tests.runtime.precheck_corpus import (
+    DRIVER_ROOT,
+    GPU_WITHOUT_CONTROL,
+    compact,
+    corpus_configs,
+    crio_specs,
+    go_indented,
+)
 from tests.runtime.support import counting_interpreter, python_starts, settled, write_config
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -123,6 +130,17 @@ def _plain_bundle(directory: Path) -> Path:
     return bundle
 
 
+def test_the_corpus_writes_configs_as_crio_does() -> None:
+    """The cri-o form of every config is what cri-o 1.37 itself writes: its specs, parsed and written again, are
+    the same bytes."""
+    specs = crio_specs()
+    assert len(specs) == 4
+    for name, raw in specs:
+        assert go_indented(json.loads(raw)).encode("utf-8") == raw, name
+        assert b'\n\t"ociVersion": "1.3.0"' in raw, name
+    assert b"\\u003c" in dict(specs)["cri-o 1.37 annotated"]
+
+
 @pytest.mark.runtime
 @pytest.mark.root  # the corpus is generated with the real runtimes
 def test_the_guard_ends_in_sh_only_where_python_would_find_nothing(front: HookFront, tmp_path: Path) -> None:
@@ -132,6 +150,8 @@ def test_the_guard_ends_in_sh_only_where_python_would_find_nothing(front: HookFr
     ended = started = 0
     ended_by_form: dict[str, int] = {}
     differ: list[str] = []
+    captured = {name for name, _raw in crio_specs()}
+    crio_ended: set[str] = set()
     for index, (label, config, forms) in enumerate(corpus_configs()):
         ends_in_sh: dict[str, bool] = {}
         nothing = not plan(config, host, SETTINGS).unapplied()
@@ -152,10 +172,15 @@ def test_the_guard_ends_in_sh_only_where_python_would_find_nothing(front: HookFr
                 started += 1
         if "cri-o" in ends_in_sh and ends_in_sh["cri-o"] != ends_in_sh["compact"]:
             differ.append(label)
+        if label in captured and ends_in_sh["cri-o"]:
+            crio_ended.add(label)
     # Both ways, many times: the comparison proves something. cri-o's tab-indented text ends in sh exactly where
     # the compact text of the same config does.
     assert ended > 300 and started > 1000, (ended, started)
     assert ended_by_form.get("cri-o", 0) > 30 and not differ, (ended_by_form, differ[:5])
+    # What cri-o 1.37 wrote for containers with nothing to guard ends in sh; a device, or a privileged pod's host
+    # devices, are Python's.
+    assert sorted(crio_ended) == ["cri-o 1.37 annotated", "cri-o 1.37 plain"], crio_ended
 
 
 @pytest.mark.runtime
@@ -184,8 +209,18 @@ def test_states_it_cannot_be_sure_of_reach_python_whole(front: HookFront, tmp_pa
     control = front.decide(["hook", "prestart"], plain.encode())
     assert isinstance(control, Ended) and control.returncode == 0, "the plain state ends in sh"
     assert isinstance(front.decide(["hook", "prestart"], (plain + "\n").encode()), Ended)
+    # An engine's annotations come last and may hold escapes (cri-o's are JSON); they end in sh like the rest.
+    annotated = runc_state(bundle, {"annotations": {"io.kubernetes.cri-o.Metadata": '{"name":"c1"}', "n": "<b>"}})
+    assert "\\u003c" in annotated and '\\"' in annotated
+    decided = front.decide(["hook", "createRuntime"], annotated.encode())
+    assert isinstance(decided, Ended) and decided.returncode == 0
     whole_line = {
-        "an escape": runc_state(bundle, {"annotations": {"note": "<b>"}}),
+        "an escape before the annotations": plain.replace('"id":"c1"', '"id":"c\\u00311"'),
+        "a letter escaped in the annotations": runc_state(bundle, {"annotations": {"n": "x"}}).replace(
+            '"n":"x"', '"n":"\\u0078"'
+        ),
+        "a bundle key spelled with escapes after the annotations": plain[:-1]
+        + ',"annotations":{"n":"x"},"\\u0062undle":"/elsewhere"}',
         "a second bundle": plain[:-1] + ',"annotations":{"bundle":"/elsewhere"}}',
         "a bundle key spelled otherwise": plain.replace('"bundle":', '"bundle" :'),
         "a relative bundle": plain.replace(str(bundle), "plain"),
