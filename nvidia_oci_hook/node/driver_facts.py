@@ -70,6 +70,18 @@ def library_version(name: str) -> Optional[tuple[str, str]]:
     return (match.group(1), match.group(2)) if match else None
 
 
+def libraries_named(argument: str) -> list[tuple[str, str]]:
+    """(file name, driver version) of each driver library a hook argument names: create-symlinks' links are
+    TARGET::LINK, other arguments may be NAME=VALUE."""
+    found = []
+    for part in argument.replace("::", " ").replace("=", " ").split():
+        name = posixpath.basename(part)
+        parsed = library_version(name)
+        if parsed is not None:
+            found.append((name, parsed[1]))
+    return found
+
+
 @dataclass(frozen=True)
 class ModuleVersion:
     version: Optional[str]  # None: not loaded, or the files do not say

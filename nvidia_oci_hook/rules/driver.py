@@ -313,7 +313,7 @@ def requirement_met_by_compat_only(value: Any, context: Context) -> Iterator[Pro
 
 def _device_problems(value: Any, context: Context) -> Iterator[tuple[str, Problem]]:
     """("error" or "unknown", problem) for each NVIDIA_VISIBLE_DEVICES entry the node does not have or cannot say."""
-    from nvidia_oci_hook.nvidia.env import VISIBLE_DEVICES, device_entry, normal_bus_id, visible_devices
+    from nvidia_oci_hook.nvidia.env import VISIBLE_DEVICES, device_entry, visible_devices
 
     env = environment(value, context)
     if VISIBLE_DEVICES not in env:
@@ -343,7 +343,7 @@ def _device_problems(value: Any, context: Context) -> Iterator[tuple[str, Proble
             message = f"{shown}: {entry.text} names a MIG device, which only NVML lists: not checked here"
             yield "unknown", Problem(pointer, message, "nvidia-smi -L on the node lists the MIG devices")
         else:
-            reason = _missing_gpu(entry, gpus, normal_bus_id)
+            reason = _missing_gpu(entry, gpus)
             if reason:
                 message = (
                     f"{shown}: {entry.text} {reason}: {refusal}; under CDI nvidia.com/gpu={entry.text} resolves to "
@@ -352,7 +352,9 @@ def _device_problems(value: Any, context: Context) -> Iterator[tuple[str, Proble
                 yield "error", Problem(pointer, message, f"choose among {_listing(gpus)}")
 
 
-def _missing_gpu(entry: Any, gpus: list[Any], normal_bus_id: Any) -> str:
+def _missing_gpu(entry: Any, gpus: list[Any]) -> str:
+    from nvidia_oci_hook.nvidia.env import normal_bus_id
+
     count = f"the node has {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
     if entry.form in ("index", "mig-index") and entry.index >= len(gpus):
         return f"is GPU index {entry.index}, but {count}"

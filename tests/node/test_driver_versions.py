@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.node.doctor import CLI_MISMATCH, ERROR, NVML_MISMATCH, OK, UNKNOWN, run_checks
@@ -25,6 +24,7 @@ from nvidia_oci_hook.node.driver_facts import (
     read_ld_cache,
     user_space,
 )
+from tests.cli.test_cli import run
 from tests.helpers import FakeHost
 from tests.node import fakenodes
 from tests.node.fakenodes import CONTAINER, LIB
@@ -38,6 +38,14 @@ INSTALLED = "545.23.08"
 
 def _check(root: Path, name: str = "driver-versions"):
     return next(check for check in run_checks(str(root), Settings(), nvml=False) if check.name == name)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str, expect: int = -1) -> tuple[int, str]:
+    """The command's exit status and what it printed, standard output then standard error."""
+    status, out, err = run(capsys, *args)
+    if expect >= 0:
+        assert status == expect, out + err
+    return status, out + err
 
 
 # -- the module -------------------------------------------------------------------------------------------------
@@ -250,15 +258,15 @@ def test_unknown_without_module_version(tmp_path: Path) -> None:
     assert check.status == UNKNOWN and "kernel module's version is unknown" in check.summary
 
 
-def test_doctor_end_to_end_and_its_metric(tmp_path: Path) -> None:
+def test_doctor_end_to_end_and_its_metric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fakenodes.upgraded_without_reboot(FakeHost(tmp_path), LOADED, INSTALLED)
-    result = run_cli("doctor", "--host-root", str(tmp_path), "--format", "json")
-    report = json.loads(result.output)
+    result = run_cli(capsys, "doctor", "--host-root", str(tmp_path), "--format", "json")
+    report = json.loads(result[1])
     check = next(check for check in report["checks"] if check["name"] == "driver-versions")
     assert check["status"] == ERROR and check["counts"] == {"mismatched_roots": 1}
-    text = run_cli("doctor", "--host-root", str(tmp_path), "--check", "driver-versions").output
+    text = run_cli(capsys, "doctor", "--host-root", str(tmp_path), "--check", "driver-versions")[1]
     assert text.startswith(f"[error] driver-versions: kernel module {LOADED}")
-    metrics = run_cli("doctor", "--host-root", str(tmp_path), "--format", "prometheus").output
+    metrics = run_cli(capsys, "doctor", "--host-root", str(tmp_path), "--format", "prometheus")[1]
     assert "nvidia_oci_hook_driver_version_mismatches 1" in metrics.splitlines()
     assert 'nvidia_oci_hook_check_status{check="driver-versions"} 2' in metrics.splitlines()
 
@@ -302,55 +310,41 @@ def _cdi_node(root: Path, old_files: bool, new_files: bool, spec_version: str = 
     return root / "etc/cdi/nvidia.yaml"
 
 
-class _Run:
-    def __init__(self, status: int, output: str) -> None:
-        self.status, self.output = status, output
-
-
-def run_cli(*args: str, expect: int = -1) -> _Run:
-    """The command's exit status and what it printed, standard output then standard error interleaved."""
-    import contextlib
-    import io
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        status = main(list(args))
-    if expect >= 0:
-        assert status == expect, out.getvalue()
-    return _Run(status, out.getvalue())
-
-
-def _codes(result: _Run) -> list[str]:
-    return [f["code"] for r in json.loads(result.output)["files"] for f in r["findings"]]
+def _codes(result: tuple[int, str]) -> list[str]:
+    return [f["code"] for r in json.loads(result[1])["files"] for f in r["findings"]]
 
 
 @pytest.mark.parametrize("old_files", [True, False], ids=["old-files-left", "old-files-gone"])
-def test_a_spec_for_the_old_driver_is_stale_and_repointed(tmp_path: Path, old_files: bool) -> None:
+def test_a_spec_for_the_old_driver_is_stale_and_repointed(
+    tmp_path: Path, old_files: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = _cdi_node(tmp_path, old_files=old_files, new_files=True)
-    linted = run_cli("lint", "--host-root", str(tmp_path), "--format", "json", str(spec))
-    assert _codes(linted) == ["CDI110", "CDI110", "CDI110"], linted.output
-    text = run_cli("lint", "--host-root", str(tmp_path), str(spec)).output
+    linted = run_cli(capsys, "lint", "--host-root", str(tmp_path), "--format", "json", str(spec))
+    assert _codes(linted) == ["CDI110", "CDI110", "CDI110"], linted[1]
+    text = run_cli(capsys, "lint", "--host-root", str(tmp_path), str(spec))[1]
     assert f"is driver {INSTALLED}'s library" in text and f"the loaded kernel module is {LOADED}" in text
     assert f"repoints it to {LIB}/libcuda.so.{LOADED}" in text
     doctor = _check(tmp_path, "cdi-specs")
     assert doctor.status == ERROR and doctor.counts == {"unreconciled_specs": 1}
-    run_cli("cdi", "reconcile", "--host-root", str(tmp_path))
+    run_cli(capsys, "cdi", "reconcile", "--host-root", str(tmp_path))
     assert yaml.safe_load(spec.read_text()) == yaml.safe_load(SPEC.format(old=LOADED))
     assert "--host-driver-version=550.54.15" in spec.read_text()
-    assert _codes(run_cli("lint", "--host-root", str(tmp_path), "--format", "json", str(spec))) == []
+    assert _codes(run_cli(capsys, "lint", "--host-root", str(tmp_path), "--format", "json", str(spec))) == []
 
 
-def test_without_the_loaded_versions_files_the_spec_must_be_regenerated(tmp_path: Path) -> None:
+def test_without_the_loaded_versions_files_the_spec_must_be_regenerated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = _cdi_node(tmp_path, old_files=True, new_files=False)
-    text = run_cli("lint", "--host-root", str(tmp_path), str(spec), expect=1).output
+    text = run_cli(capsys, "lint", "--host-root", str(tmp_path), str(spec), expect=1)[1]
     assert f"regenerate the spec for driver {LOADED} (nvidia-ctk cdi generate)" in text
     before = spec.read_text()
-    result = run_cli("cdi", "reconcile", "--host-root", str(tmp_path), expect=1)
-    assert "regenerate the spec (nvidia-ctk cdi generate)" in result.output
+    result = run_cli(capsys, "cdi", "reconcile", "--host-root", str(tmp_path), expect=1)
+    assert "regenerate the spec (nvidia-ctk cdi generate)" in result[1]
     assert spec.read_text() == before
 
 
-def test_a_spec_for_the_loaded_driver_is_clean(tmp_path: Path) -> None:
+def test_a_spec_for_the_loaded_driver_is_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = _cdi_node(tmp_path, old_files=True, new_files=True, spec_version=LOADED)
-    assert _codes(run_cli("lint", "--host-root", str(tmp_path), "--format", "json", str(spec))) == []
+    assert _codes(run_cli(capsys, "lint", "--host-root", str(tmp_path), "--format", "json", str(spec))) == []
     assert _check(tmp_path, "cdi-specs").status == OK

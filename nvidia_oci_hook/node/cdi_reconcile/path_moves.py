@@ -18,7 +18,12 @@ from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.host import DeviceIdentity, HostView, owning_root
 from nvidia_oci_hook.kinds.cdi.specs_go import GoStruct, edit_blocks, entries, fully_specified
 from nvidia_oci_hook.node.driver import FOUND, DriverRootAnswer
-from nvidia_oci_hook.node.driver_facts import HOST_DRIVER_VERSION, host_driver_version, library_version
+from nvidia_oci_hook.node.driver_facts import (
+    HOST_DRIVER_VERSION,
+    host_driver_version,
+    libraries_named,
+    library_version,
+)
 
 # deviceNodes[].hostPath exists from this spec version on: adding one to an older spec makes the library refuse it.
 HOST_PATH_VERSION = (0, 5, 0)
@@ -166,17 +171,15 @@ class _Planner:
                 edits.append(_Edit(f"{hook.at('args')}/{index}", argument, f"{HOST_DRIVER_VERSION}{self.driver}"))
                 continue
             new = argument
-            for part in argument.replace("::", " ").replace("=", " ").split():
-                name = posixpath.basename(part)
-                parsed = library_version(name)
-                if parsed is None or self.driver is None or parsed[1] == self.driver:
+            for name, version in libraries_named(argument):
+                if self.driver is None or version == self.driver:
                     continue
                 if name in renamed:
                     new = new.replace(name, renamed[name])
                 else:
                     problems.append(
                         f"{hook.at('args')}/{index}: {hook.text('hookName')} hook argument {argument!r} names driver "
-                        f"{parsed[1]}'s {name}, the loaded kernel module is {self.driver}: regenerate the spec "
+                        f"{version}'s {name}, the loaded kernel module is {self.driver}: regenerate the spec "
                         "(nvidia-ctk cdi generate)"
                     )
             if new != argument:

@@ -24,7 +24,7 @@ from nvidia_oci_hook.kinds.cdi.specs_go import (
 )
 from nvidia_oci_hook.kinds.cdi.validation import analyse
 from nvidia_oci_hook.kinds.devices import NVIDIACTL, gpu_index
-from nvidia_oci_hook.node.driver_facts import host_driver_version, library_version
+from nvidia_oci_hook.node.driver_facts import host_driver_version, libraries_named, library_version
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.cdi.loader import analysis, judges
 from nvidia_oci_hook.rules.host import stale_root_problem
@@ -330,16 +330,14 @@ def other_driver_version(value: Any, context: Context) -> Iterator[Problem]:
                         "nvidia-oci-hook cdi reconcile, or regenerate the spec (nvidia-ctk cdi generate)",
                     )
                     continue
-                for part in argument.replace("::", " ").split():
-                    versions = _other_driver_version(context, part)
-                    if versions is not None:
-                        yield Problem(
-                            f"{hook.at('args')}/{index}",
-                            f"{hook.text('hookName')} hook argument {argument!r} names driver {versions[0]}'s "
-                            f"library, but the loaded kernel module is {versions[1]}",
-                            "nvidia-oci-hook cdi reconcile, or regenerate the spec (nvidia-ctk cdi generate)",
-                        )
-                        break
+                others = [version for _name, version in libraries_named(argument) if version != module]
+                if others and module is not None:
+                    yield Problem(
+                        f"{hook.at('args')}/{index}",
+                        f"{hook.text('hookName')} hook argument {argument!r} names driver {others[0]}'s library, but "
+                        f"the loaded kernel module is {module}",
+                        "nvidia-oci-hook cdi reconcile, or regenerate the spec (nvidia-ctk cdi generate)",
+                    )
 
 
 def _missing(context: Context, path: str) -> bool:
