@@ -135,7 +135,7 @@ def unresolved_reason(
                 f"read ({', '.join(directories)})",
                 f"move {spec.path} into {directories[-1]}, or add {posixpath.dirname(spec.path)} to cdi.spec_dirs",
             )
-    detail = cdi_reasons.not_defined_detail(name, cache.devices)
+    detail = cdi_reasons.not_defined_detail(name, cache.devices, cache.conflicts)
     if cache.unusable:
         path, reason, _ = cache.unusable[0]
         more = f" (and {len(cache.unusable) - 1} more)" if len(cache.unusable) > 1 else ""

@@ -117,12 +117,32 @@ def listed(names: list[str], total: int) -> str:
     return ", ".join(names) + (f" and {total - len(names)} more" if total > len(names) else "")
 
 
-def not_defined_detail(name: str, defined: Iterable[str]) -> str:
+def not_defined_detail(name: str, defined: Iterable[str], dropped: Iterable[str] = ()) -> str:
     """What the specs define instead, nearest first, saying when the request and the specs name GPUs by
-    different forms."""
+    different forms. dropped: the names the specs define twice in one directory, which the cache drops."""
     everything = sorted(set(defined))
+    conflicting = sorted(set(dropped))
     kind, _, device = name.partition("=")
     same_kind = [candidate for candidate in everything if candidate.partition("=")[0] == kind]
+    if not everything and conflicting:
+        if len(conflicting) == 1:
+            return (
+                f"the one device the specs define, {conflicting[0]}, is defined by two specs in one directory, "
+                "and the cache drops it"
+            )
+        return (
+            f"the devices the specs define ({listed(conflicting[:8], len(conflicting))}) are each defined by two "
+            "specs in one directory, and the cache drops them"
+        )
+    if conflicting:
+        return (
+            f"{_defined_instead(name, kind, device, everything, same_kind)}; dropped by the cache, as two specs in "
+            f"one directory define them: {listed(conflicting[:8], len(conflicting))}"
+        )
+    return _defined_instead(name, kind, device, everything, same_kind)
+
+
+def _defined_instead(name: str, kind: str, device: str, everything: list[str], same_kind: list[str]) -> str:
     if not everything:
         return "no spec defines any device"
     if not same_kind:

@@ -300,7 +300,9 @@ class _EngineView:
             )
         defined = sorted(self.winners)
         nearest = cdi_reasons.nearest(pattern if not pattern.endswith("=*") else pattern[:-1], defined)
-        detail = cdi_reasons.not_defined_detail(pattern if not pattern.endswith("=*") else pattern[:-1], defined)
+        detail = cdi_reasons.not_defined_detail(
+            pattern if not pattern.endswith("=*") else pattern[:-1], defined, self.conflicts
+        )
         if pattern.endswith("=*"):
             detail = detail.replace("the request names the GPU by other, ", "")
         unreadable = f"; {', '.join(self.unreadable)} could not be read" if self.unreadable else ""

@@ -84,6 +84,27 @@ def test_two_specs_of_one_directory(fake_host: FakeHost, capsys: pytest.CaptureF
     assert found["fix"].startswith("keep one of /etc/cdi/nvidia-old.json")
 
 
+def test_another_name_where_the_cache_dropped_the_only_device(
+    fake_host: FakeHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = spec(names=("0",))
+    containerd_node(fake_host).text("/etc/cdi/nvidia.yaml", one).text("/etc/cdi/nvidia-old.json", one)
+    status, report = resolve(capsys, fake_host, "nvidia.com/gpu=1")
+    found = only(report)
+    assert status == 1 and found["reason"] == cdi_reasons.NOT_DEFINED
+    # The specs define a device: the cache drops it, which is what the user must hear, not "no device at all".
+    assert "no spec defines any device" not in found["message"]
+    assert found["message"].endswith(
+        "the one device the specs define, nvidia.com/gpu=0, is defined by two specs in one directory, and the "
+        "cache drops it"
+    )
+    fake_host.text("/var/run/cdi/other.yaml", spec(names=("2",)))
+    status, report = resolve(capsys, fake_host, "nvidia.com/gpu=1")
+    assert only(report)["message"].endswith(
+        "defined: nvidia.com/gpu=2; dropped by the cache, as two specs in one directory define them: nvidia.com/gpu=0"
+    )
+
+
 def test_a_spec_in_a_directory_the_engine_does_not_read(
     fake_host: FakeHost, capsys: pytest.CaptureFixture[str]
 ) -> None:
