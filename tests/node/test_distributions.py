@@ -75,7 +75,29 @@ def test_a_k3s_file_rewritten_by_a_tool_is_overwritten_at_the_next_start(
     assert "it was rewritten by hand or by a tool" in finding["message"]
     assert "from its built-in template" in finding["message"]
     assert finding["hint"].startswith(f"make the change in {K3S_DIR}/config.toml.tmpl")
-    assert "systemctl restart k3s" in finding["hint"]
+    # No unit file and no server data: an agent's data directory.
+    assert finding["hint"].endswith("then systemctl restart k3s-agent")
+
+
+@pytest.mark.parametrize(
+    ("distribution", "present", "unit"),
+    [
+        ("k3s", "/etc/systemd/system/k3s.service", "k3s"),
+        ("k3s", "/etc/systemd/system/k3s-agent.service", "k3s-agent"),
+        ("k3s", "/var/lib/rancher/k3s/server/token", "k3s"),
+        ("rke2", "/usr/local/lib/systemd/system/rke2-server.service", "rke2-server"),
+        ("rke2", "/usr/lib/systemd/system/rke2-agent.service", "rke2-agent"),
+        ("rke2", "/var/lib/rancher/rke2/server/token", "rke2-server"),
+    ],
+)
+def test_the_restart_names_the_unit_the_node_runs(
+    fake_host: FakeHost, capsys: pytest.CaptureFixture[str], distribution: str, present: str, unit: str
+) -> None:
+    directory = K3S_DIR if distribution == "k3s" else RKE2_DIR
+    fake_host.text(f"{directory}/config.toml", PLAIN).text(present, "")
+    _, report = lint_node(capsys, fake_host.root)
+    (finding,) = [f for entry in report["files"] for f in entry["findings"] if f["code"] == "NODE003"]
+    assert finding["hint"].endswith(f"then systemctl restart {unit}")
 
 
 def test_an_rke2_template_changed_after_generation_is_not_running_yet(
