@@ -17,12 +17,27 @@ NVIDIA's environment, the annotations an engine writes; bundles and runtime stat
 - create: `RUNTIME create` of that bundle alone, through `python3 -IS` exec'ing the runtime (the interpreter's
   start alone: the floor of any Python wrapper), and through the wrapper, which finds nothing to change; and the
   config with its GPU requested as a CDI annotation instead, so the wrapper applies and writes edits each run.
+  Beside them, NVIDIA's `nvidia-container-runtime` over the same runtime, on the same bytes in a bundle of its
+  own (it writes config.json back on every create, so they are put back before each run). Target: the wrapper's
+  create / NVIDIA's <= 1.12.
 - state, start, kill, delete: each through the wrapper against the runtime alone, on a real container: state of
   a created one, start of a created one, kill (SIGKILL) of a started `sleep`, delete of one whose `true` exited.
 - hook: `nvidia-oci-hook hook prestart` with the container's state on stdin (compact, as runc writes it), against
   `python3 -I -S -c pass`, which is what the fronts start (-I alone would load site and make the hook look
   cheaper than it is): on that GPU container, which starts Python, and on a busybox container with no GPU
   content, which the hook's sh front ends without Python, its config compact and as cri-o writes it (tabs).
+  Beside them, NVIDIA's `nvidia-container-runtime-hook prestart` on the GPU container. Target: ours on the GPU
+  container <= 1.3x the floor.
+
+NVIDIA's two programs come from ../shared/peers/bin (benchmarks/peers.py; left out, with one line saying why,
+where it is absent) and read a configuration of their own in the workspace (NVIDIA_CTK_CONFIG_FILE_PATH, never
+/etc): the shipped defaults, mode "auto" included, but for `runtimes` (the runtime measured), the hook's path and
+an info-level log. The runtime resolves "auto" to jit-cdi, here as on a node with NVML; the container's
+NVIDIA_VISIBLE_DEVICES=void requests no device, so it loads the config, writes it back unchanged and execs the
+runtime (its row says what its log and the written config showed). The hook, for the same reason, finds no GPU
+container and ends before it would look for nvidia-container-cli, which is not installed here; that is proven
+before the runs: the same config asking for every GPU must make it try to exec nvidia-container-cli (a path
+configured for that check alone, which does not exist), and the config as it is must end quietly with status 0.
 
 Engines (--engine-runs M, default 30), with runc as the baseline: see benchmarks/bench_engines.py.
 """
@@ -37,15 +52,16 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
+from peers import TOOLKIT_HOOK, TOOLKIT_RUNTIME, Toolkit, missing, toolkit  # noqa: E402
 from timing import (  # noqa: E402
     SETTLE,
     Case,
@@ -236,6 +252,7 @@ CALL_BOUND = 1.5  # ms over the runtime alone that the issue allows each call th
 CREATE_BOUND = 2.0  # ms over python3 -IS exec'ing the runtime, for a create with nothing to change
 CREATE_CDI_BOUND = 5.0  # the same, with a CDI request applied and the config written
 HOOK_BOUND = 1.3  # times python3 -I -S -c pass, for the guard on a container with nothing wrong
+TOOLKIT_CREATE_BOUND = 1.12  # the wrapper's create of the GPU container against NVIDIA's runtime's
 CONFIG_ENV = "NVIDIA_OCI_HOOK_CONFIG"
 CDI_REQUEST = ("cdi.k8s.io/gpu", "nvidia.com/gpu=0")
 
@@ -292,14 +309,17 @@ def workspace(directory: Path) -> Workspace:
     )
 
 
-def measure_calls(space: Workspace, name: str, runtime: str, runs: int) -> list[Section]:
+def measure_calls(
+    space: Workspace, name: str, runtime: str, runs: int, nvidia: Optional[Toolkit] = None
+) -> list[Section]:
+    """The calls' sections; with nvidia, NVIDIA's runtime and hook beside the wrapper and the guard."""
     settings = space.settings("calls", runtime)
     # The hook's launcher has no configuration path of its own: the guard's hooks.d file names it in env.
     env = dict(os.environ, **{CONFIG_ENV: str(settings)})
     state = space.directory / "state"
     subreaper(True)
     try:
-        return _measure_calls(space, name, runtime, runs, env, state)
+        return _measure_calls(space, name, runtime, runs, env, state, nvidia)
     finally:
         # Whatever stopped the runs: the containers they left, then the inits that this process adopted.
         listed = subprocess.run([runtime, "--root", str(state), "list", "-q"], capture_output=True, text=True)
@@ -310,7 +330,7 @@ def measure_calls(space: Workspace, name: str, runtime: str, runs: int) -> list[
 
 
 def _measure_calls(
-    space: Workspace, name: str, runtime: str, runs: int, env: dict[str, str], state: Path
+    space: Workspace, name: str, runtime: str, runs: int, env: dict[str, str], state: Path, nvidia: Optional[Toolkit]
 ) -> list[Section]:
     directory = space.directory
     # What an engine passes the runtime: no configuration path of ours, which would send every call to Python.
@@ -338,10 +358,14 @@ def _measure_calls(
         call(runtime, "delete", "--force", container, check=False)
         reap()
 
-    def create_with(front: Sequence[str], path: Path) -> Callable[[], None]:
+    def create_with(
+        front: Sequence[str], path: Path, extra_env: Optional[Mapping[str, str]] = None
+    ) -> Callable[[], None]:
+        command = [*front, "--root", str(state), "create", "--bundle", str(path), "bench"]
+        command_env = {**engine_env, **(extra_env or {})}
+
         def action() -> None:
-            command = [*front, "--root", str(state), "create", "--bundle", str(path), "bench"]
-            subprocess.run(command, env=engine_env, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            subprocess.run(command, env=command_env, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
         return action
 
@@ -359,6 +383,13 @@ def _measure_calls(
     cdi = bundle("cdi-bundle", requested_by_cdi=True)
     sleeper = bundle("sleeper", requested_by_cdi=False, args=("/bin/sleep", "1000"))
     pristine = (cdi / "config.json").read_bytes()
+    # NVIDIA's runtime writes config.json back on every create (as Go's compact JSON), so it gets a bundle of
+    # its own, the same bytes as plain's again before each run.
+    toolkit_bundle = bundle("toolkit-bundle", requested_by_cdi=False)
+
+    def reset_toolkit() -> None:
+        remove("bench")
+        (toolkit_bundle / "config.json").write_bytes((plain / "config.json").read_bytes())
 
     def reset_cdi() -> None:
         remove("bench")
@@ -398,6 +429,13 @@ def _measure_calls(
         "wrapped": Case(create_with([space.wrapper], plain), setup=lambda: remove("bench")),
         "wrapped-cdi": Case(create_with([space.wrapper], cdi), setup=reset_cdi),
     }
+    toolkit_mode = ""
+    if nvidia is not None:
+        toolkit_mode = toolkit_create_path(
+            nvidia, create_with([nvidia.runtime], toolkit_bundle, nvidia.env), toolkit_bundle, plain
+        )
+        remove("bench")
+        cases["toolkit"] = Case(create_with([nvidia.runtime], toolkit_bundle, nvidia.env), setup=reset_toolkit)
     for front, side in ((runtime, "alone"), (space.wrapper, "wrapped")):
         # Each pair shares its container name; the setups always use the runtime alone.
         cases[f"state {side}"] = Case(partial(call, front, "state", "state"), settle=SETTLE / 5)
@@ -422,25 +460,27 @@ def _measure_calls(
         json.dumps(base_config(space.rootfs, "true"), indent="\t", separators=(",", ": "))
     )
 
-    def hook_run(path: Path) -> None:
-        # The state as runc writes it: compact JSON on one line.
-        state = {"ociVersion": "1.0.2", "id": "bench", "status": "creating", "pid": 1, "bundle": str(path)}
-        stdin = json.dumps(state, separators=(",", ":")).encode()
-        subprocess.run([space.hook, "hook", "prestart"], input=stdin, env=env, check=True)
+    def hook_run(path: Path, command: Sequence[str] = (space.hook, "hook", "prestart"), hook_env: Any = env) -> None:
+        subprocess.run(list(command), input=hook_state(path), env=hook_env, check=True)
 
     def bare() -> None:
         subprocess.run([PYTHON, "-I", "-S", "-c", "pass"], check=True)
 
     hook_run(plain)  # Python keeps the record the hook's front reads
-    hook_times = interleaved_medians(
-        runs * 2,
-        {
-            "bare": Case(bare, settle=SETTLE / 5),
-            "hook": Case(partial(hook_run, plain), settle=SETTLE / 5),
-            "hook busybox": Case(partial(hook_run, busybox), settle=SETTLE / 5),
-            "hook busybox crio": Case(partial(hook_run, busybox_crio), settle=SETTLE / 5),
-        },
-    )
+    hook_cases = {
+        "bare": Case(bare, settle=SETTLE / 5),
+        "hook": Case(partial(hook_run, plain), settle=SETTLE / 5),
+        "hook busybox": Case(partial(hook_run, busybox), settle=SETTLE / 5),
+        "hook busybox crio": Case(partial(hook_run, busybox_crio), settle=SETTLE / 5),
+    }
+    toolkit_hook_path = ""
+    if nvidia is not None:
+        toolkit_env = {**engine_env, **nvidia.env}
+        toolkit_hook_path = toolkit_prestart_path(nvidia, plain, directory, runtime)
+        hook_cases["toolkit hook"] = Case(
+            partial(hook_run, plain, (nvidia.hook, "prestart"), toolkit_env), settle=SETTLE / 5
+        )
+    hook_times = interleaved_medians(runs * 2, hook_cases)
 
     alone = times["alone"]
     floor = times["interpreter"]
@@ -478,7 +518,7 @@ def _measure_calls(
         )
     bare_time = hook_times["bare"]
     hook = Section(
-        f"prestart hook, median of {runs * 2}",
+        f"prestart hook, the state on stdin, median of {runs * 2}",
         [
             Row("python3 -I -S -c pass", bare_time, note="what the launchers start"),
             ratio_row("hook prestart", hook_times["hook"], bare_time, HOOK_BOUND, "nothing wrong"),
@@ -496,7 +536,83 @@ def _measure_calls(
             ),
         ],
     )
-    return [create, calls, hook]
+    if nvidia is None:
+        return [create, calls, hook]
+    toolkit_time = times["toolkit"]
+    side_by_side = Section(
+        f"{name} create of the same GPU config: the wrapper and NVIDIA's nvidia-container-runtime, median of {runs}",
+        [
+            Row(f"{name} alone", alone),
+            delta_row(f"nvidia-container-runtime + {name}", toolkit_time, alone, note=toolkit_mode),
+            delta_row(f"wrapper + {name}", times["wrapped"], alone, note="nothing to change"),
+            ratio_row(
+                "wrapper against nvidia-container-runtime",
+                times["wrapped"],
+                toolkit_time,
+                TOOLKIT_CREATE_BOUND,
+                "ours / NVIDIA's",
+            ),
+        ],
+    )
+    toolkit_hook = hook_times["toolkit hook"]
+    hook.rows += [
+        ratio_row("nvidia-container-runtime-hook prestart", toolkit_hook, bare_time, note=toolkit_hook_path),
+        ratio_row(
+            "hook prestart against nvidia-container-runtime-hook",
+            hook_times["hook"],
+            toolkit_hook,
+            note="ours / NVIDIA's, the GPU config",
+        ),
+    ]
+    return [create, side_by_side, calls, hook]
+
+
+def hook_state(bundle: Path) -> bytes:
+    """The state a prestart hook reads on stdin, as runc writes it: compact JSON on one line."""
+    state = {"ociVersion": "1.0.2", "id": "bench", "status": "creating", "pid": 1, "bundle": str(bundle)}
+    return json.dumps(state, separators=(",", ":")).encode()
+
+
+def toolkit_create_path(nvidia: Toolkit, create: Callable[[], None], bundle: Path, reference: Path) -> str:
+    """What NVIDIA's runtime did with one create of bundle (whose config.json had reference's bytes): the mode
+    it resolved "auto" to, from its log, and whether it changed the config. Raises RuntimeError when its log
+    shows no create, which would mean the cases measured runc alone."""
+    before = len(nvidia.modes())
+    create()
+    modes = nvidia.modes()[before:]
+    if not modes:
+        raise RuntimeError(f"nvidia-container-runtime logged no mode for a create:\n{nvidia.log_text()[-2000:]}")
+    given = json.loads((reference / "config.json").read_text())
+    written = json.loads((bundle / "config.json").read_text())
+    changed = sorted(key for key in given.keys() | written.keys() if given.get(key) != written.get(key))
+    outcome = f"edited {', '.join(changed)}" if changed else "config.json written back unchanged"
+    return f"mode auto as {modes[-1]}: {outcome}"
+
+
+def toolkit_prestart_path(nvidia: Toolkit, bundle: Path, directory: Path, runtime: str) -> str:
+    """Which way NVIDIA's hook goes on bundle's config, proven by the other way: the same config asking for every
+    GPU must reach nvidia-container-cli (here a path that does not exist, so nothing runs), while bundle's must
+    end without a word. Raises RuntimeError when either does otherwise."""
+    config = json.loads((bundle / "config.json").read_text())
+    env = config["process"]["env"]
+    visible = next(
+        (entry for entry in env if entry.startswith("NVIDIA_VISIBLE_DEVICES=")), "NVIDIA_VISIBLE_DEVICES unset"
+    )
+    quiet = subprocess.run([nvidia.hook, "prestart"], input=hook_state(bundle), env=nvidia.env, capture_output=True)
+    if quiet.returncode != 0 or quiet.stdout or quiet.stderr:
+        raise RuntimeError(f"nvidia-container-runtime-hook on {bundle}: exit {quiet.returncode}: {quiet.stderr!r}")
+    every = directory / "toolkit-every-gpu"
+    every.mkdir()
+    config["process"]["env"] = [entry for entry in env if not entry.startswith("NVIDIA_VISIBLE_DEVICES=")]
+    config["process"]["env"].append("NVIDIA_VISIBLE_DEVICES=all")
+    (every / "config.json").write_text(json.dumps(config))
+    cli = directory / "absent/nvidia-container-cli"
+    probe = toolkit(directory, runtime, "nvidia-toolkit-probe", cli=cli)
+    loud = subprocess.run([nvidia.hook, "prestart"], input=hook_state(every), env=probe.env, capture_output=True)
+    said = loud.stderr.decode(errors="replace")
+    if loud.returncode == 0 or "exec failed" not in said:
+        raise RuntimeError(f"nvidia-container-runtime-hook asked for every GPU did not try {cli}: {said}")
+    return f"{visible}: not a GPU container to it, ends before nvidia-container-cli"
 
 
 @contextlib.contextmanager
@@ -529,7 +645,14 @@ def main() -> int:
         with workspace_on_tmpfs() as space:
             if args.only in (None, "calls"):
                 programs[args.runtime] = [runtime, "--version"]
-                for section in measure_calls(space, args.runtime, runtime, args.runs):
+                absent = missing(TOOLKIT_RUNTIME, TOOLKIT_HOOK)
+                nvidia = None
+                if absent is None:
+                    nvidia = toolkit(space.directory, runtime)
+                    programs["nvidia-container-runtime"] = [nvidia.runtime, "--version"]
+                else:
+                    print(f"calls: NVIDIA's runtime and hook left out: {absent}", file=sys.stderr, flush=True)
+                for section in measure_calls(space, args.runtime, runtime, args.runs, nvidia):
                     print(render_text(section), flush=True)
                     sections.append(section)
             if args.only in (None, "engines"):
