@@ -100,6 +100,17 @@ CONFIG_PRECHECK = r"""
     [ -f "$config_json" ] || python "$@"
     text=$(head -c 1048577 -- "$config_json" 2>/dev/null) || python "$@"
     [ "${#text}" -le 1048576 ] || python "$@"
+    # First what sends a GPU container to Python: each check only ever does, so their order changes no answer, and
+    # the ones a GPU container fails come before those it would pass. Neither needs the text compact: a driver
+    # root or a prefix holds no tab or line break (the record holds only plain ones).
+    case $visible$text in env*NVIDIA_VISIBLE_DEVICES*) python "$@" ;; esac
+    # A CDI annotation prefix or a driver root anywhere in the text.
+    needles=$prefixes@SEP@$roots
+    while [ -n "$needles" ]; do
+        needle=${needles%%@SEP@*}
+        case $needles in *@SEP@*) needles=${needles#*@SEP@} ;; *) needles= ;; esac
+        [ -z "$needle" ] || case $text in *"$needle"*) python "$@" ;; esac
+    done
     # cri-o writes config.json as Go's MarshalIndent does: tabs, line breaks, and a space after each key's colon.
     # Without them it is the compact text the checks below read, with the same values: JSON escapes a tab or a
     # line break inside a string, and a quote before ": " inside one is escaped, so a backslash precedes it.
@@ -114,22 +125,6 @@ CONFIG_PRECHECK = r"""
         case $text in '{'*'}') ;; *) python "$@" ;; esac
         ;;
     esac
-    # Glob patterns only: dash's ${x#*y} is quadratic in the text's length. A pattern may also match what is
-    # harmless (a backslash escaped before a "u"): that only sends the config to Python.
-    case $text in
-    *\\[!\"\\bfnrtu]* | *\\u[!02]* | *\\u0[!0]* | *\\u00[!0123]* | *\\u002[!6]* | *\\u003[!cCeE]* | \
-        *\\u2[!0]* | *\\u20[!2]* | *\\u202[!89]*)
-        python "$@"
-        ;;
-    esac
-    case $visible$text in env*NVIDIA_VISIBLE_DEVICES*) python "$@" ;; esac
-    # A CDI annotation prefix or a driver root anywhere in the text.
-    needles=$prefixes@SEP@$roots
-    while [ -n "$needles" ]; do
-        needle=${needles%%@SEP@*}
-        case $needles in *@SEP@*) needles=${needles#*@SEP@} ;; *) needles= ;; esac
-        [ -z "$needle" ] || case $text in *"$needle"*) python "$@" ;; esac
-    done
     # Every key "devices" must be the one of linux.resources (the cgroup's rules), never linux.devices: each
     # pattern is a "devices" preceded by anything but the whole of "resources":{.
     case $text in
@@ -140,6 +135,15 @@ CONFIG_PRECHECK = r"""
         '":{"devices"'* | 's":{"devices"'* | 'es":{"devices"'* | 'ces":{"devices"'* | 'rces":{"devices"'* | \
         'urces":{"devices"'* | 'ources":{"devices"'* | 'sources":{"devices"'* | 'esources":{"devices"'* | \
         'resources":{"devices"'*)
+        python "$@"
+        ;;
+    esac
+    # Then what a GPU container passes as well. Glob patterns only: dash's ${x#*y} is quadratic in the text's
+    # length. A pattern may also match what is harmless (a backslash escaped before a "u"): that only sends the
+    # config to Python.
+    case $text in
+    *\\[!\"\\bfnrtu]* | *\\u[!02]* | *\\u0[!0]* | *\\u00[!0123]* | *\\u002[!6]* | *\\u003[!cCeE]* | \
+        *\\u2[!0]* | *\\u20[!2]* | *\\u202[!89]*)
         python "$@"
         ;;
     esac
