@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 from tests.containerd.real import start_daemon, stop_daemon
 from tests.podman_env import busybox_rootfs, unmount_below
@@ -68,7 +68,7 @@ class CRIUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class CRIResult:
     """What one pod with one container did. `failed_step` is the CRI call (or "wait") that failed, None when the
-    container ran to its exit; `error` is then the gRPC error's text (containerd's message)."""
+    container ran to its exit; `error` is then the gRPC error's text (the daemon's message)."""
 
     failed_step: Optional[str]
     error: Optional[str]
@@ -84,6 +84,7 @@ class CRIResult:
     pod_id: Optional[str]
     container_id: Optional[str]
     cleanup_errors: tuple[str, ...] = ()
+    container_config: Optional[Any] = field(default=None, repr=False)  # the cri.ContainerConfig sent
 
     @property
     def ran(self) -> bool:
@@ -246,8 +247,24 @@ def cri_config(
     return "\n".join(lines)
 
 
+class CRIEndpoint(Protocol):
+    """What run_pod_container needs of a daemon: containerd's CRIDaemon and cri-o's CrioDaemon (tests/e2e/crio.py)."""
+
+    workdir: Path
+    cgroup_parent: str
+    # The pod's and its container's namespaces: the network is always the host's (no CNI is configured).
+    namespace_options: Any
+
+    @property
+    def runtime(self) -> cri_grpc.RuntimeServiceStub: ...
+
+    def next_pod_name(self) -> str: ...
+
+
 class CRIDaemon:
     """A running containerd and a CRI v1 client connected to it; use as a context manager or call close()."""
+
+    namespace_options = cri.NamespaceOption(network=cri.NODE)
 
     def __init__(self, workdir: Path, containerd: Path) -> None:
         self.workdir = workdir
@@ -512,6 +529,7 @@ class _Run:
     error: Optional[str] = None
     error_code: Optional[str] = None
     cleanup_errors: list[str] = field(default_factory=list)
+    container_config: Optional[Any] = None
 
     def fail(self, step: str, error: Union[grpc.RpcError, str]) -> None:
         self.failed_step = step
@@ -523,25 +541,30 @@ class _Run:
 
 
 def run_pod_container(
-    daemon: CRIDaemon,
+    daemon: CRIEndpoint,
     *,
     command: Sequence[str],
     annotations: Optional[Mapping[str, str]] = None,
     pod_annotations: Optional[Mapping[str, str]] = None,
     privileged: bool = False,
+    envs: Optional[Mapping[str, str]] = None,
     devices: Sequence[tuple[str, str, str]] = (),
+    cdi_devices: Sequence[str] = (),
+    runtime_handler: str = "",
     timeout: float = 30,
 ) -> CRIResult:
     """Run `command` in a busybox container of a new host-network pod, as kubelet would, and remove both again.
 
-    annotations go on the ContainerConfig, pod_annotations on the PodSandboxConfig; devices are (host_path,
-    container_path, permissions) CRI Devices, as a device plugin sends them; privileged applies to the pod and the
-    container (containerd refuses a privileged container in an unprivileged pod)."""
+    annotations and envs go on the ContainerConfig, pod_annotations on the PodSandboxConfig; devices are (host_path,
+    container_path, permissions) CRI Devices, as a device plugin sends them; cdi_devices are qualified CDI names
+    for the ContainerConfig's CDI_devices, which kubelet fills from a device plugin's or DRA driver's answer;
+    runtime_handler is the pod's RuntimeClass handler ("": the daemon's default); privileged applies to the pod and
+    the container (containerd refuses a privileged container in an unprivileged pod)."""
     run = _Run()
     name = daemon.next_pod_name()
     log_directory = daemon.workdir / "logs" / name
     log_directory.mkdir(parents=True)
-    host_network = cri.NamespaceOption(network=cri.NODE)
+    host_network = daemon.namespace_options
     pod_config = cri.PodSandboxConfig(
         metadata=cri.PodSandboxMetadata(name=name, uid=str(uuid.uuid4()), namespace="e2e", attempt=0),
         log_directory=str(log_directory),
@@ -551,10 +574,16 @@ def run_pod_container(
             security_context=cri.LinuxSandboxSecurityContext(namespace_options=host_network, privileged=privileged),
         ),
     )
+    image = cri.ImageSpec(image=BUSYBOX_IMAGE)
+    # cri-o verifies the image's signature against the name the user gave, which kubelet sends; the CRI API of
+    # the cri_api releases for Python 3.9 has no such field (and no CDI_devices), nor does containerd 1.6 read it.
+    if "user_specified_image" in cri.ImageSpec.DESCRIPTOR.fields_by_name:
+        image.user_specified_image = BUSYBOX_IMAGE
     container_config = cri.ContainerConfig(
         metadata=cri.ContainerMetadata(name="main", attempt=0),
-        image=cri.ImageSpec(image=BUSYBOX_IMAGE),
+        image=image,
         command=list(command),
+        envs=[cri.KeyValue(key=key, value=value) for key, value in (envs or {}).items()],
         annotations=dict(annotations or {}),
         devices=[cri.Device(host_path=h, container_path=c, permissions=p) for h, c, p in devices],
         log_path="main.log",
@@ -562,12 +591,15 @@ def run_pod_container(
             security_context=cri.LinuxContainerSecurityContext(privileged=privileged, namespace_options=host_network)
         ),
     )
+    if cdi_devices:
+        container_config.CDI_devices.extend(cri.CDIDevice(name=device) for device in cdi_devices)
+    run.container_config = container_config
     status: Optional[Any] = None
     runtime = daemon.runtime
     try:
         try:
             run.pod_id = runtime.RunPodSandbox(
-                cri.RunPodSandboxRequest(config=pod_config), timeout=CALL_TIMEOUT
+                cri.RunPodSandboxRequest(config=pod_config, runtime_handler=runtime_handler), timeout=CALL_TIMEOUT
             ).pod_sandbox_id
         except grpc.RpcError as error:
             run.fail("RunPodSandbox", error)
@@ -622,10 +654,11 @@ def _result(run: _Run, status: Optional[Any], log_directory: Path) -> CRIResult:
         pod_id=run.pod_id,
         container_id=run.container_id,
         cleanup_errors=tuple(run.cleanup_errors),
+        container_config=run.container_config,
     )
 
 
-def _remove(daemon: CRIDaemon, run: _Run) -> None:
+def _remove(daemon: CRIEndpoint, run: _Run) -> None:
     steps: list[tuple[str, Any]] = []
     if run.container_id:
         steps.append(("StopContainer", cri.StopContainerRequest(container_id=run.container_id, timeout=0)))
@@ -642,8 +675,9 @@ def _remove(daemon: CRIDaemon, run: _Run) -> None:
 
 @dataclass(frozen=True)
 class SpecRecorder:
-    """A runtime to name as BinaryName: on `create` it keeps a copy of the bundle's config.json (the OCI spec
-    containerd wrote) as specs/<container id>.json, then it execs runc with the same arguments."""
+    """A runtime to name as BinaryName (or as a cri-o handler's runtime_path): on `create` it keeps a copy of the
+    bundle's config.json (the OCI spec the engine wrote) as specs/<container id>.json, then it execs runc with the
+    same arguments."""
 
     path: Path
     specs: Path
@@ -657,7 +691,8 @@ class SpecRecorder:
         specs.mkdir(parents=True, exist_ok=True)
         path = directory / "record-runtime"
         # The shim runs `BINARY --root R --log L --log-format json create --bundle B --pid-file P ID` with the
-        # bundle as its working directory. No option value is ever the bare word "create".
+        # bundle as its working directory, conmon `BINARY --root=R create --bundle B --pid-file P ID` (cri-o's
+        # bundle is .../ID/userdata): the id comes last. No option value is ever the bare word "create".
         path.write_text(
             "#!/bin/sh\n"
             'bundle=$PWD create="" previous=""\n'
@@ -668,7 +703,7 @@ class SpecRecorder:
             "done\n"
             'if [ -n "$create" ]; then\n'
             f'    cp "$bundle/config.json" "{specs}/.partial.$$"\n'
-            f'    mv "{specs}/.partial.$$" "{specs}/${{bundle##*/}}.json"\n'
+            f'    mv "{specs}/.partial.$$" "{specs}/$previous.json"\n'
             "fi\n"
             f'exec "{runc}" "$@"\n'
         )
