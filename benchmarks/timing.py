@@ -44,9 +44,10 @@ class Timing:
     runs: int
 
 
-def interleaved_medians(runs: int, cases: dict[str, Case]) -> dict[str, Timing]:
-    """Each case's action timed `runs` times, the cases taking turns run by run, so that the machine's drift (two
-    cores, other work, caches) falls on all of them alike rather than on whichever ran last."""
+def interleaved_times(runs: int, cases: dict[str, Case]) -> dict[str, list[float]]:
+    """Each case's action timed `runs` times (milliseconds, in run order), the cases taking turns run by run, so
+    that the machine's drift (two cores, other work, caches) falls on all of them alike rather than on whichever
+    ran last. The nth time of each case comes from the same round."""
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(runs):
         for name, case in cases.items():
@@ -55,14 +56,21 @@ def interleaved_medians(runs: int, cases: dict[str, Case]) -> dict[str, Timing]:
             time.sleep(case.settle)
             start = time.perf_counter()
             case.action()
-            times[name].append(time.perf_counter() - start)
+            times[name].append((time.perf_counter() - start) * 1000)
             case.teardown()
-    timings = {}
-    for name, values in times.items():
-        milliseconds = sorted(value * 1000 for value in values)
-        quartiles = statistics.quantiles(milliseconds, n=4) if len(milliseconds) > 1 else milliseconds * 3
-        timings[name] = Timing(statistics.median(milliseconds), quartiles[0], quartiles[2], len(milliseconds))
-    return timings
+    return times
+
+
+def summary(values: Sequence[float]) -> Timing:
+    """The median and quartiles of one case's times (milliseconds)."""
+    milliseconds = sorted(values)
+    quartiles = statistics.quantiles(milliseconds, n=4) if len(milliseconds) > 1 else milliseconds * 3
+    return Timing(statistics.median(milliseconds), quartiles[0], quartiles[2], len(milliseconds))
+
+
+def interleaved_medians(runs: int, cases: dict[str, Case]) -> dict[str, Timing]:
+    """interleaved_times, each case summed up as its median and quartiles."""
+    return {name: summary(values) for name, values in interleaved_times(runs, cases).items()}
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,17 @@ def ratio_row(label: str, timing: Timing, baseline: Timing, bound: Optional[floa
     ratio = timing.median / baseline.median
     versus = f"x{ratio:.2f} ({timing.median - baseline.median:+.1f} ms)"
     return Row(label, timing, versus, _target(bound, ratio, 2, "x#"), note)
+
+
+def paired_row(
+    label: str, values: Sequence[float], baseline: Sequence[float], bound: Optional[float] = None, note: str = ""
+) -> Row:
+    """A row against a baseline timed in the same rounds: the median of the rounds' ratios (and of their
+    differences), which the drift between rounds does not reach; bound the largest ratio the target allows."""
+    ratio = statistics.median(value / base for value, base in zip(values, baseline))
+    delta = statistics.median(value - base for value, base in zip(values, baseline))
+    versus = f"x{ratio:.2f} ({delta:+.1f} ms) paired"
+    return Row(label, summary(values), versus, _target(bound, ratio, 2, "x#"), note)
 
 
 def render_text(section: Section) -> str:
