@@ -3,8 +3,8 @@ and what the prestart guard costs.
 
 Usage (as root, with the tests' interpreter: the engine part needs grpcio and the CRI v1 stubs, tests/e2e/setup.sh):
 
-    .venv/bin/python benchmarks/bench_runtime.py [--only calls|engines] [--runs N] [--engine-runs M]
-        [--runtime runc|crun] [--markdown]
+    .venv/bin/python benchmarks/bench_runtime.py [--only calls|engines|containerd|podman|crio] [--runs N]
+        [--engine-runs M] [--runtime runc|crun] [--markdown]
 
 The launchers are written by nvidia_oci_hook.launcher.write_launchers for /usr/bin/python3, as the packages
 install them. Every number is the median wall time of one interleaved run: the cases compared take turns run by
@@ -39,7 +39,8 @@ container and ends before it would look for nvidia-container-cli, which is not i
 before the runs: the same config asking for every GPU must make it try to exec nvidia-container-cli (a path
 configured for that check alone, which does not exist), and the config as it is must end quietly with status 0.
 
-Engines (--engine-runs M, default 30), with runc as the baseline: see benchmarks/bench_engines.py.
+Engines (--engine-runs M, default 30), containerd, podman and cri-o, with runc as the baseline: see
+benchmarks/bench_engines.py.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from typing import Any, Callable, Optional
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
+import bench_engines  # noqa: E402  (grpc and the CRI messages load only when an engine is measured)
 from peers import TOOLKIT_HOOK, TOOLKIT_RUNTIME, Toolkit, missing, toolkit  # noqa: E402
 from timing import (  # noqa: E402
     SETTLE,
@@ -625,7 +627,11 @@ def workspace_on_tmpfs() -> Iterator[Workspace]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("calls", "engines"), help="one part alone (default: both)")
+    parser.add_argument(
+        "--only",
+        choices=("calls", "engines", *bench_engines.ENGINES),
+        help="one part alone, or one engine of the engine part (default: both parts, every engine)",
+    )
     parser.add_argument("--runs", type=int, default=20, help="runs of each call case (default 20)")
     parser.add_argument("--engine-runs", type=int, default=30, help="runs of each engine case (default 30)")
     parser.add_argument("--runtime", default="runc", choices=("runc", "crun"), help="the calls' runtime")
@@ -655,14 +661,13 @@ def main() -> int:
                 for section in measure_calls(space, args.runtime, runtime, args.runs, nvidia):
                     print(render_text(section), flush=True)
                     sections.append(section)
-            if args.only in (None, "engines"):
-                import bench_engines  # grpc and the CRI messages: only where the engines are measured
-
+            if args.only != "calls":
                 programs.update(bench_engines.PROGRAMS)
                 # A node whose driver is installed on the host: the default roots, the operator's absent.
                 settings = space.settings("engines", "runc", "/, /run/nvidia/driver")
+                engines = bench_engines.ENGINES if args.only in (None, "engines") else (args.only,)
                 engine_sections = bench_engines.measure(
-                    args.engine_runs, space.wrapper, space.hook, settings, space.log("engines"), CDI_REQUEST
+                    args.engine_runs, space.wrapper, space.hook, settings, space.log("engines"), CDI_REQUEST, engines
                 )
                 for section in engine_sections:
                     print(render_text(section), flush=True)
