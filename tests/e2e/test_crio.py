@@ -421,7 +421,6 @@ def test_cdi_request_unresolvable(
 # --- the specs cri-o writes ---
 
 # The pods whose specs tests/runtime/crio-specs keeps: its file -> run_pod_container's options (command /bin/true).
-# The GPU pods' specs are in cdi/, apart from the four the sh pre-checks' corpus counts.
 SPEC_PODS: dict[str, dict[str, Any]] = {
     "plain.json": {},
     "annotated.json": {
@@ -430,8 +429,8 @@ SPEC_PODS: dict[str, dict[str, Any]] = {
     },
     "device.json": {"devices": [("/dev/null", "/dev/fuse0", "rw")]},
     "privileged.json": {"privileged": True},
-    "cdi/cdi-devices.json": {"cdi_devices": [GPU_REQUEST]},
-    "cdi/cdi-annotation.json": {"annotations": {"cdi.k8s.io/gpu": GPU_REQUEST}},
+    "cdi-devices.json": {"cdi_devices": [GPU_REQUEST]},
+    "cdi-annotation.json": {"annotations": {"cdi.k8s.io/gpu": GPU_REQUEST}},
 }
 # The values that belong to one run: ids, times, the daemon's directory, the image, the pod's and container's names.
 RUN_ANNOTATIONS = (

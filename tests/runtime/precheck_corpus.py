@@ -130,7 +130,8 @@ CRIO_SPECS = Path(__file__).parent / "crio-specs"
 
 def crio_specs() -> list[tuple[str, bytes]]:
     """config.json as cri-o 1.37 wrote it for busybox containers in host-network pods (plain; a device; in a
-    privileged pod; with annotations and an environment that Go escapes), kept byte for byte."""
+    privileged pod; with annotations and an environment that Go escapes; a GPU asked for by CDI, as
+    cdi_devices and as an annotation), kept byte for byte."""
     return [(f"cri-o 1.37 {path.stem}", path.read_bytes()) for path in sorted(CRIO_SPECS.glob("*.json"))]
 
 

@@ -55,8 +55,8 @@ def test_the_captured_specs_are_there() -> None:
         "annotated.json",
         "device.json",
         "privileged.json",
-        "cdi/cdi-devices.json",
-        "cdi/cdi-annotation.json",
+        "cdi-devices.json",
+        "cdi-annotation.json",
     }
 
 
@@ -103,7 +103,7 @@ def test_an_annotation_no_spec_defines(tmp_path: Path, capsys: pytest.CaptureFix
     empty = tmp_path / "cdi"
     empty.mkdir()
     config = write_config(tmp_path / "config.yaml", cdi={"spec_dirs": [str(empty)]})
-    path = CRIO_SPECS / "cdi/cdi-annotation.json"
+    path = CRIO_SPECS / "cdi-annotation.json"
     status, out, _ = run(capsys, "--config", str(config), "lint", "--format", "json", "--select", "REC", str(path))
     (found,) = findings(out)
     assert (status, found["code"], found["pointer"]) == (1, "REC001", "/annotations/cdi.k8s.io~1gpu"), found
