@@ -16,8 +16,9 @@ runc as the baseline, the wrapper (or the guard, or NVIDIA's runtime) in the pat
   `nvidia-toolkit` (NVIDIA's nvidia-container-runtime, its configuration named in the handler's monitor_env:
   benchmarks/peers.py; left out where the peers lack it). The guard's hooks.d file, as for podman, is renamed
   into cri-o's hooks_dir before each of its runs and out of it before every other run: cri-o watches the
-  directory and reads its hooks again on every change, so one daemon serves both. One host-network pod per
-  handler, runs timed as containerd's, 30 per case by default, and in the same interleaved run one `state` of
+  directory and reads its hooks again on every change, so one daemon serves both. So is a hooks.d file of the
+  same stage whose hook is /bin/true: what runc's running any hook costs, the floor of the guard's. One
+  host-network pod per handler, runs timed as containerd's, 30 per case by default, and in the same interleaved run one `state` of
   a created container through each handler's runtime, with the root and environment cri-o gives it. Each is
   reported by its median against the runc handler's and by the median of its ratios to the runc handler's run
   of the same round. Targets: the `nvidia` handler x1.05, the guard x1.04 paired per round.
@@ -430,26 +431,29 @@ TOOLKIT_HANDLER = "nvidia-toolkit"
 # monitor_env's default, which a handler that sets monitor_env repeats.
 MONITOR_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 GPU_NODE = (195, 0)  # /dev/nvidia0's numbers
+NULL_HOOK = "null-hook.json"
 
 
 @dataclass
 class CrioBench:
     """The daemon, its handlers' runtimes and state roots, NVIDIA's runtime's configuration (None where the
-    peers lack it), and the guard's hooks.d file, which is in cri-o's hooks_dir or beside it."""
+    peers lack it), and the hooks.d files a case puts in cri-o's hooks_dir (the rest wait beside it): the guard's,
+    and one whose hook is /bin/true, what any prestart-stage hook costs before it does anything."""
 
     daemon: Any  # tests.e2e.crio.CrioDaemon
     runtimes: dict[str, str]  # handler -> runtime_path
     nvidia: Optional[Toolkit]
-    guard_on: Path
-    guard_off: Path
+    hooks_on: Path
+    hooks_off: Path
     gpu_device: Path  # a character device with /dev/nvidia0's numbers, for the probes
 
-    def guard(self, present: bool) -> None:
-        """The guard's file into cri-o's hooks_dir or out of it, by rename: cri-o watches the directory and reads
-        its hooks again on every change."""
-        source, target = (self.guard_off, self.guard_on) if present else (self.guard_on, self.guard_off)
-        if source.exists():
-            os.replace(source, target)
+    def hook(self, name: Optional[str]) -> None:
+        """Only the hooks.d file name (GUARD.name or NULL_HOOK) in cri-o's hooks_dir, or none, by rename: cri-o
+        watches the directory and reads its hooks again on every change."""
+        for file in (GUARD.name, NULL_HOOK):
+            source, target = (self.hooks_off, self.hooks_on) if file == name else (self.hooks_on, self.hooks_off)
+            if (source / file).exists():
+                os.replace(source / file, target / file)
 
     def env(self, handler: str) -> dict[str, str]:
         """The environment cri-o runs handler's runtime with (internal/oci/runtime_oci.go, prepareEnv): the
@@ -504,14 +508,17 @@ def crio_daemon(tool: Tool, with_toolkit: bool) -> Iterator[CrioBench]:
                 f"runtime_root = {json.dumps(str(runtime_root(workdir, TOOLKIT_HANDLER)))}\n"
                 f"monitor_env = {json.dumps(monitor_env)}\n"
             )
-        guard_off = workdir / "hooks-off" / GUARD.name
-        guard_off.parent.mkdir()
-        guard_off.write_text(tool.guard_file())
+        hooks_off = workdir / "hooks-off"
+        hooks_off.mkdir()
+        (hooks_off / GUARD.name).write_text(tool.guard_file())
+        null_hook = json.loads(tool.guard_file())
+        null_hook["hook"] = {"path": "/bin/true", "args": ["true"]}
+        (hooks_off / NULL_HOOK).write_text(json.dumps(null_hook))
         gpu_device = workdir / "devices/nvidia0"
         gpu_device.parent.mkdir()
         os.mknod(gpu_device, stat.S_IFCHR | 0o666, os.makedev(*GPU_NODE))
         daemon.run(timeout=60)
-        yield CrioBench(daemon, runtimes, nvidia, workdir / "hooks" / GUARD.name, guard_off, gpu_device)
+        yield CrioBench(daemon, runtimes, nvidia, workdir / "hooks", hooks_off, gpu_device)
     finally:
         if daemon is not None:
             daemon.close()
@@ -537,12 +544,12 @@ def crio_probes(bench: CrioBench, pods: dict[str, Pod], tool: Tool) -> str:
     refusal(pods["wrapped"])
     if len(tool.runtime_entries()) == before:
         raise RuntimeError(f"cri-o: the `{HANDLER}` handler did not reach the wrapper ({tool.log} is silent)")
-    bench.guard(True)
+    bench.hook(GUARD.name)
     time.sleep(SETTLE)
     refused = refusal(pods["runc"])
     if REFUSAL not in refused:
         raise RuntimeError(f"cri-o: the guard in hooks_dir did not refuse /dev/nvidia0 alone: {refused or 'it ran'}")
-    bench.guard(False)
+    bench.hook(None)
     time.sleep(SETTLE)
     refused = refusal(pods["runc"])
     if refused:
@@ -580,12 +587,13 @@ def measure_crio(runs: int, tool: Tool) -> Iterator[Section]:
             run_container(daemon, pod)  # warm: the image's layers, each runtime's first container
         mode = crio_probes(bench, pods, tool)
         cases = {
-            "runc": Case(partial(run_container, daemon, pods["runc"]), setup=partial(bench.guard, False)),
-            "guard": Case(partial(run_container, daemon, pods["runc"]), setup=partial(bench.guard, True)),
-            "wrapped": Case(partial(run_container, daemon, pods["wrapped"]), setup=partial(bench.guard, False)),
+            "runc": Case(partial(run_container, daemon, pods["runc"]), setup=partial(bench.hook, None)),
+            "guard": Case(partial(run_container, daemon, pods["runc"]), setup=partial(bench.hook, GUARD.name)),
+            "null hook": Case(partial(run_container, daemon, pods["runc"]), setup=partial(bench.hook, NULL_HOOK)),
+            "wrapped": Case(partial(run_container, daemon, pods["wrapped"]), setup=partial(bench.hook, None)),
         }
         if "toolkit" in pods:
-            cases["toolkit"] = Case(partial(run_container, daemon, pods["toolkit"]), setup=partial(bench.guard, False))
+            cases["toolkit"] = Case(partial(run_container, daemon, pods["toolkit"]), setup=partial(bench.hook, None))
         # One `state` of a created container per runtime, as cri-o calls it.
         created = {name: create_container(daemon, pod) for name, pod in pods.items()}
         for name, container in created.items():
@@ -622,6 +630,14 @@ def measure_crio(runs: int, tool: Tool) -> Iterator[Section]:
     rows += [
         ratio_row("runc handler, guard in hooks_dir", timing["guard"], runc, note="no GPU content"),
         paired_row("runc handler, guard in hooks_dir, per round", times["guard"], times["runc"], CRIO_GUARD_BOUND),
+        # The part of the guard's cost that is the hook's mere existence: runc forks, execs and waits for it.
+        paired_row(
+            "runc handler, /bin/true as the hook, per round",
+            times["null hook"],
+            times["runc"],
+            note="the floor of any hook",
+        ),
+        paired_row("guard against /bin/true as the hook, per round", times["guard"], times["null hook"]),
     ]
     name = f"{version.runtime_name} {version.runtime_version}"
     yield Section(

@@ -534,7 +534,7 @@ def _measure_calls(
                 "hook prestart, no GPU content, cri-o's text",
                 hook_times["hook busybox crio"],
                 bare_time,
-                note="tab-indented: sh and one sed, no Python",
+                note="tab-indented: sh and one awk, no Python",
             ),
         ],
     )

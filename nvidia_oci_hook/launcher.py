@@ -98,11 +98,24 @@ CONFIG_PRECHECK = r"""
         ! [ -e "$root" ] || root_present=1
     done
     [ -f "$config_json" ] || python "$@"
-    text=$(head -c 1048577 -- "$config_json" 2>/dev/null) || python "$@"
+    # One process reads the text, at most 1 MiB of it, and makes it compact where cri-o wrote it as Go's
+    # MarshalIndent does (tabs, line breaks, a space after each key's colon): without them it is the compact
+    # text the checks below read, with the same values, since JSON escapes a tab or a line break inside a string
+    # and a quote inside one has a backslash before it. A space is kept wherever a backslash, or a line break,
+    # stands before the quote: a space left where the checks expect none only sends the config to Python, and
+    # so does a carriage return between tokens, which stays. Line by line: joining first would copy the text
+    # once per line. awk would take an operand NAME=VALUE for an assignment; the path begins with / or ./.
+    case $config_json in /*) ;; *) config_json=./$config_json ;; esac
+    text=$(LC_ALL=C awk '
+        { read += length($0) + 1; if (read > 1048577) exit 3; gsub(/	/, ""); count = split($0, part, /": /)
+          line = part[1]
+          for (i = 2; i <= count; i++) line = line (part[i - 1] ~ /(^|\\)$/ ? "\": " : "\":") part[i]
+          printf "%s", line }' "$config_json" 2>/dev/null) || python "$@"
     [ "${#text}" -le 1048576 ] || python "$@"
+    # An object must come out of it, or Python reads the file.
+    case $text in '{'*'}') ;; *) python "$@" ;; esac
     # First what sends a GPU container to Python: each check only ever does, so their order changes no answer, and
-    # the ones a GPU container fails come before those it would pass. Neither needs the text compact: a driver
-    # root or a prefix holds no tab or line break (the record holds only plain ones).
+    # the ones a GPU container fails come before those it would pass.
     case $visible$text in env*NVIDIA_VISIBLE_DEVICES*) python "$@" ;; esac
     # A CDI annotation prefix or a driver root anywhere in the text.
     needles=$prefixes@SEP@$roots
@@ -111,20 +124,6 @@ CONFIG_PRECHECK = r"""
         case $needles in *@SEP@*) needles=${needles#*@SEP@} ;; *) needles= ;; esac
         [ -z "$needle" ] || case $text in *"$needle"*) python "$@" ;; esac
     done
-    # cri-o writes config.json as Go's MarshalIndent does: tabs, line breaks, and a space after each key's colon.
-    # Without them it is the compact text the checks below read, with the same values: JSON escapes a tab or a
-    # line break inside a string, and a quote before ": " inside one is escaped, so a backslash precedes it.
-    # The tabs below are tab characters (no sed need understand \t); a carriage return stays, and sends the text
-    # to Python wherever it stands between tokens.
-    case $text in
-    *'	'* | *'
-'*)
-        # One sed, the text joined in its hold space: each process costs a millisecond on every start.
-        text=$(printf '%s' "$text" | sed -n 'H;${x;s/\n//g;s/	//g;s/\([^\\]\)": /\1":/g;p;}') || python "$@"
-        # A pipeline's status is its last command's: an object must come out of it, or Python reads the file.
-        case $text in '{'*'}') ;; *) python "$@" ;; esac
-        ;;
-    esac
     # Every key "devices" must be the one of linux.resources (the cgroup's rules), never linux.devices: each
     # pattern is a "devices" preceded by anything but the whole of "resources":{.
     case $text in

@@ -129,7 +129,9 @@ def test_a_driver_root_on_the_node_sends_a_config_with_a_missing_path_to_python(
         return dispatcher.run(["create", "-b", "plain", "c1"])[0]
 
     assert decided(config) == runtime, "every path exists: nothing can move"
-    assert decided(config, json.dumps(config)) == "python", "a key the patterns cannot read"
+    # The space after each colon goes as cri-o's does; the one after each comma stays, and reads the same.
+    assert decided(config, json.dumps(config)) == runtime, "the same config, spaced"
+    assert decided(config, json.dumps(config, separators=(",", " : "))) == "python", "a key the patterns cannot read"
     missing_source = json.loads(json.dumps(config))
     missing_source["mounts"].append({"destination": "/l", "type": "bind", "source": "/usr/lib/libcuda.so.1"})
     missing_hook = json.loads(json.dumps(config))
@@ -149,6 +151,10 @@ def test_the_bundle_is_found_as_the_wrapper_finds_it(dispatcher: Dispatcher, tmp
         (tmp_path / where).mkdir()
         (tmp_path / where / "config.json").write_text(text)
     (tmp_path / "config.json").write_text(json.dumps(gpu, separators=(",", ":")))  # the working directory's
+    # Relative bundles that awk would take for assignments were they its operands.
+    for where, text in (("p=q", plain), ("g=h", json.dumps(gpu, separators=(",", ":")))):
+        (tmp_path / where).mkdir()
+        (tmp_path / where / "config.json").write_text(text)
     runtime = str(dispatcher.bin / "test-runc")
     cases = [
         (["create", "--bundle", "plain", "c1"], runtime),
@@ -166,6 +172,8 @@ def test_the_bundle_is_found_as_the_wrapper_finds_it(dispatcher: Dispatcher, tmp
         (["create", "--console-socket", "-b", "gpu", "c1"], "python"),
         (["create", "--bundle", "missing", "c1"], "python"),
         (["--", "create", "-b", "plain", "c1"], runtime),
+        (["create", "-b", "p=q", "c1"], runtime),
+        (["create", "-b", "g=h", "c1"], "python"),
     ]
     for args, expected in cases:
         assert dispatcher.run(args)[0] == expected, args
@@ -179,6 +187,8 @@ def test_hostile_configs_are_decided_quickly_and_never_skip_a_plan(dispatcher: D
         "not UTF-8": plain.encode("utf-8").replace(b"true", b"tr\xffue"),
         "100,000 escaped quotes": plain[:-1] + ',"x":"' + '\\"' * 100_000 + '"}',
         "unbalanced": plain[:-3],
+        "500,000 line breaks": plain[:-1] + "\n" * 500_000 + "}",
+        "100,000 keys a line break parts from their colons": plain[:-1] + ',"x"\n: 1' * 100_000 + "}",
         "a directory": None,
         "a character device": "/dev/zero",
     }
