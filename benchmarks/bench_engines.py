@@ -18,10 +18,11 @@ runc as the baseline, the wrapper (or the guard, or NVIDIA's runtime) in the pat
   into cri-o's hooks_dir before each of its runs and out of it before every other run: cri-o watches the
   directory and reads its hooks again on every change, so one daemon serves both. So is a hooks.d file of the
   same stage whose hook is /bin/true: what runc's running any hook costs, the floor of the guard's. One
-  host-network pod per handler, runs timed as containerd's, 30 per case by default, and in the same interleaved run one `state` of
-  a created container through each handler's runtime, with the root and environment cri-o gives it. Each is
-  reported by its median against the runc handler's and by the median of its ratios to the runc handler's run
-  of the same round. Targets: the `nvidia` handler x1.05, the guard x1.04 paired per round.
+  host-network pod per handler, runs timed as containerd's, 30 per case by default, and in the same
+  interleaved run one `state` of a created container through each handler's runtime, with the root and
+  environment cri-o gives it. Each is reported by its median against the runc handler's and by the median of
+  its ratios to the runc handler's run of the same round. Targets: the `nvidia` handler x1.05, the guard x1.04
+  paired per round.
 
 All keep their state on tmpfs, as /run is on a node (cri-o's directory is moved onto one before it starts).
 Before the timed runs each handler that should hold a tool is shown to: the wrapper's log gains an entry, the
