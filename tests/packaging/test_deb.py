@@ -29,8 +29,9 @@ pytestmark = [pytest.mark.root, pytest.mark.runtime]
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "nvidia-oci-hook"
 CLEAN_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-# The package's Depends on Debian 12, and what its maintainer scripts call (deb-systemd-helper).
-CHROOT_INCLUDE = ("python3", "python3-click", "python3-yaml", "python3-jsonschema", "init-system-helpers")
+# The package's Depends on Debian 12, what its maintainer scripts call (deb-systemd-helper), and awk, which the
+# fronts read config.json with: de facto essential (lintian refuses a Depends on it), but not in an apt variant.
+CHROOT_INCLUDE = ("python3", "python3-click", "python3-yaml", "python3-jsonschema", "mawk", "init-system-helpers")
 CHROOT_CACHE = REPO / ".tools" / "deb-chroot"
 SOURCES = "/etc/apt/sources.list.d/debian.sources"
 CONFFILES = (

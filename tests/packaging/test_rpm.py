@@ -91,6 +91,7 @@ def test_metadata(rpms: dict[str, str]) -> None:
         assert needed in el9
     el8 = _run(["rpm", "-qp", "--requires", rpms["el8"]], env=ENV).stdout.split("\n")
     assert "python3.11" in el8 and "/usr/bin/python3.11" in el8
+    assert "/usr/bin/awk" in el8 and "/usr/bin/awk" in el9  # the fronts' one reader of config.json
     assert not [line for line in el8 if "click" in line or "python(abi)" in line]
     files = _run(["rpm", "-qp", "--list", rpms["el8"]], env=ENV).stdout.split("\n")
     assert not [name for name in files if name.endswith((".so", ".c", ".pyx"))]
