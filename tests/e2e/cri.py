@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Optional, TypeVar, Union
 
 from tests.containerd.real import start_daemon, stop_daemon
 from tests.podman_env import busybox_rootfs, unmount_below
@@ -247,29 +247,17 @@ def cri_config(
     return "\n".join(lines)
 
 
-class CRIEndpoint(Protocol):
-    """What run_pod_container needs of a daemon: containerd's CRIDaemon and cri-o's CrioDaemon (tests/e2e/crio.py)."""
+class CRIClient:
+    """A throwaway daemon's CRI v1 client: what run_pod_container drives, and what containerd's CRIDaemon and cri-o's
+    CrioDaemon (tests/e2e/crio.py) share. Each starts its daemon, calls connect() once the socket is there, and in
+    close() removes its pods, kills what remains and calls disconnect()."""
 
-    workdir: Path
-    cgroup_parent: str
     # The pod's and its container's namespaces: the network is always the host's (no CNI is configured).
-    namespace_options: Any
+    namespace_options: Any = cri.NamespaceOption(network=cri.NODE)
+    unavailable: type[CRIUnavailable] = CRIUnavailable
 
-    @property
-    def runtime(self) -> cri_grpc.RuntimeServiceStub: ...
-
-    def next_pod_name(self) -> str: ...
-
-
-class CRIDaemon:
-    """A running containerd and a CRI v1 client connected to it; use as a context manager or call close()."""
-
-    namespace_options = cri.NamespaceOption(network=cri.NODE)
-
-    def __init__(self, workdir: Path, containerd: Path) -> None:
+    def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
-        self.containerd = containerd
-        self.ctr = containerd.parent / "ctr"
         self.socket = workdir / "s"
         self.cgroup_parent = f"/nvoh-e2e-{workdir.name}"
         self.process: Optional[subprocess.Popen[bytes]] = None
@@ -277,6 +265,68 @@ class CRIDaemon:
         self._runtime: Optional[cri_grpc.RuntimeServiceStub] = None
         self._images: Optional[cri_grpc.ImageServiceStub] = None
         self._pods = 0
+
+    def connect(self) -> None:
+        self.channel = grpc.insecure_channel(f"unix://{self.socket}")
+        self._runtime = cri_grpc.RuntimeServiceStub(self.channel)
+        self._images = cri_grpc.ImageServiceStub(self.channel)
+
+    @property
+    def runtime(self) -> cri_grpc.RuntimeServiceStub:
+        if self._runtime is None:
+            raise self.unavailable("the daemon is not running")
+        return self._runtime
+
+    @property
+    def images(self) -> cri_grpc.ImageServiceStub:
+        if self._images is None:
+            raise self.unavailable("the daemon is not running")
+        return self._images
+
+    def log(self) -> str:
+        path = self.workdir / "log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def next_pod_name(self) -> str:
+        self._pods += 1
+        return f"pod{self._pods}"
+
+    def __enter__(self: _Client) -> _Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def remove_pods(self) -> None:
+        """Stop and remove every pod the running daemon lists."""
+        if self.process is None or self.process.poll() is not None or self._runtime is None:
+            return
+        # Whatever goes wrong here (an RpcError, a closed channel), the caller's kills still clean up.
+        with contextlib.suppress(Exception):
+            for pod in self.runtime.ListPodSandbox(cri.ListPodSandboxRequest(), timeout=5).items:
+                with contextlib.suppress(grpc.RpcError):
+                    self.runtime.StopPodSandbox(cri.StopPodSandboxRequest(pod_sandbox_id=pod.id), timeout=10)
+                    self.runtime.RemovePodSandbox(cri.RemovePodSandboxRequest(pod_sandbox_id=pod.id), timeout=10)
+
+    def disconnect(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = self._runtime = self._images = None
+
+
+_Client = TypeVar("_Client", bound=CRIClient)
+
+
+class CRIDaemon(CRIClient):
+    """A running containerd and a CRI v1 client connected to it; use as a context manager or call close()."""
+
+    def __init__(self, workdir: Path, containerd: Path) -> None:
+        super().__init__(workdir)
+        self.containerd = containerd
+        self.ctr = containerd.parent / "ctr"
 
     @classmethod
     def start(
@@ -321,9 +371,7 @@ class CRIDaemon:
         self.process = start_daemon(self.containerd, config, self.workdir, under=[catatonit, "--"], timeout=timeout)
         if self.process.poll() is not None or not self.socket.exists():
             raise CRIUnavailable(f"containerd did not start (exit {self.process.poll()}):\n{self.log()[-2000:]}")
-        self.channel = grpc.insecure_channel(f"unix://{self.socket}")
-        self._runtime = cri_grpc.RuntimeServiceStub(self.channel)
-        self._images = cri_grpc.ImageServiceStub(self.channel)
+        self.connect()
         self._until(deadline, "the CRI plugin to answer", lambda: self.runtime.Version(cri.VersionRequest(), timeout=2))
         imported = subprocess.run(
             [str(self.ctr), "--address", str(self.socket), "-n", K8S_NAMESPACE, "images", "import", str(archive)],
@@ -355,41 +403,9 @@ class CRIDaemon:
                 raise CRIUnavailable(f"timed out waiting for {what} ({last}):\n{self.log()[-2000:]}")
             time.sleep(0.05)
 
-    @property
-    def runtime(self) -> cri_grpc.RuntimeServiceStub:
-        if self._runtime is None:
-            raise CRIUnavailable("the daemon is not running")
-        return self._runtime
-
-    @property
-    def images(self) -> cri_grpc.ImageServiceStub:
-        if self._images is None:
-            raise CRIUnavailable("the daemon is not running")
-        return self._images
-
-    def log(self) -> str:
-        path = self.workdir / "log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    def next_pod_name(self) -> str:
-        self._pods += 1
-        return f"pod{self._pods}"
-
-    def __enter__(self) -> CRIDaemon:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
     def close(self) -> None:
         """Remove every pod, kill what remains of them, stop the daemon, unmount and delete the directory."""
-        if self.process is not None and self.process.poll() is None and self._runtime is not None:
-            # Whatever goes wrong here (an RpcError, a closed channel), the kills below still clean up.
-            with contextlib.suppress(Exception):
-                for pod in self.runtime.ListPodSandbox(cri.ListPodSandboxRequest(), timeout=5).items:
-                    with contextlib.suppress(grpc.RpcError):
-                        self.runtime.StopPodSandbox(cri.StopPodSandboxRequest(pod_sandbox_id=pod.id), timeout=10)
-                        self.runtime.RemovePodSandbox(cri.RemovePodSandboxRequest(pod_sandbox_id=pod.id), timeout=10)
+        self.remove_pods()
         # Before the daemon stops: catatonit reaps what dies only while it runs, so it must outlive every process
         # killed here; once it has gone they are PID 1's, and linger as zombies until PID 1 gets round to them.
         killed = []
@@ -406,9 +422,7 @@ class CRIDaemon:
         killed += _kill_cgroup(self.cgroup_parent)
         if self.process is not None and self.process.poll() is None:
             _wait_gone(killed)
-        if self.channel is not None:
-            self.channel.close()
-            self.channel = self._runtime = self._images = None
+        self.disconnect()
         if self.process is not None:
             stop_daemon(self.process)
         unmount_below(self.workdir)
@@ -541,7 +555,7 @@ class _Run:
 
 
 def run_pod_container(
-    daemon: CRIEndpoint,
+    daemon: CRIClient,
     *,
     command: Sequence[str],
     annotations: Optional[Mapping[str, str]] = None,
@@ -658,7 +672,7 @@ def _result(run: _Run, status: Optional[Any], log_directory: Path) -> CRIResult:
     )
 
 
-def _remove(daemon: CRIEndpoint, run: _Run) -> None:
+def _remove(daemon: CRIClient, run: _Run) -> None:
     steps: list[tuple[str, Any]] = []
     if run.container_id:
         steps.append(("StopContainer", cri.StopContainerRequest(container_id=run.container_id, timeout=0)))

@@ -37,6 +37,7 @@ from typing import Any, Optional
 from tests.containerd.real import stop_daemon
 from tests.e2e.cri import (
     BUSYBOX_IMAGE,
+    CRIClient,
     CRIUnavailable,
     StrPath,
     _kill_cgroup,
@@ -44,7 +45,6 @@ from tests.e2e.cri import (
     _toml_list,
     _wait_gone,
     cri,
-    cri_grpc,
     grpc,
 )
 from tests.podman_env import busybox_rootfs, unmount_below
@@ -202,26 +202,20 @@ def crio_config(
     return "\n".join(lines)
 
 
-class CrioDaemon:
+class CrioDaemon(CRIClient):
     """A running cri-o and a CRI v1 client connected to it; use as a context manager or call close()."""
 
     # A pod-level PID namespace would make cri-o start an infra container, which this machine refuses (cri-o
     # gives it oomScoreAdj -998, which needs CAP_SYS_RESOURCE).
     namespace_options = cri.NamespaceOption(network=cri.NODE, pid=cri.CONTAINER)
+    unavailable = CrioUnavailable
 
     def __init__(self, workdir: Path, node_root: Optional[Path]) -> None:
-        self.workdir = workdir
+        super().__init__(workdir)
         self.node_root = node_root
         etc = node_root / "etc/crio" if node_root is not None else workdir
         self.config = etc / "crio.conf"
         self.config_dir = etc / "crio.conf.d"
-        self.socket = workdir / "s"
-        self.cgroup_parent = f"/nvoh-e2e-{workdir.name}"
-        self.process: Optional[subprocess.Popen[bytes]] = None
-        self.channel: Optional[grpc.Channel] = None
-        self._runtime: Optional[cri_grpc.RuntimeServiceStub] = None
-        self._images: Optional[cri_grpc.ImageServiceStub] = None
-        self._pods = 0
 
     @classmethod
     def prepare(
@@ -332,9 +326,7 @@ class CrioDaemon:
             returncode = self.process.poll()
             said = "did not start" if returncode is None else f"exited with status {returncode}"
             raise CrioUnavailable(f"cri-o {said}", self.log(), returncode)
-        self.channel = grpc.insecure_channel(f"unix://{self.socket}")
-        self._runtime = cri_grpc.RuntimeServiceStub(self.channel)
-        self._images = cri_grpc.ImageServiceStub(self.channel)
+        self.connect()
         last: object = None
         while True:
             try:
@@ -351,18 +343,6 @@ class CrioDaemon:
             time.sleep(0.05)
 
     @property
-    def runtime(self) -> cri_grpc.RuntimeServiceStub:
-        if self._runtime is None:
-            raise CrioUnavailable("the daemon is not running")
-        return self._runtime
-
-    @property
-    def images(self) -> cri_grpc.ImageServiceStub:
-        if self._images is None:
-            raise CrioUnavailable("the daemon is not running")
-        return self._images
-
-    @property
     def pid(self) -> Optional[int]:
         """cri-o's own pid (catatonit's child), while it runs."""
         if self.process is None or self.process.poll() is not None:
@@ -371,20 +351,6 @@ class CrioDaemon:
             children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
             return int(children[0]) if children else None
         return None
-
-    def log(self) -> str:
-        path = self.workdir / "log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    def next_pod_name(self) -> str:
-        self._pods += 1
-        return f"pod{self._pods}"
-
-    def __enter__(self) -> CrioDaemon:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def conmons(self) -> list[int]:
         """The conmons this daemon started: each is given a path under the directory (its exit directory)."""
@@ -408,13 +374,7 @@ class CrioDaemon:
 
     def close(self) -> None:
         """Remove every pod, kill what remains of them, stop the daemon, unmount and delete the directory."""
-        if self.process is not None and self.process.poll() is None and self._runtime is not None:
-            # Whatever goes wrong here (an RpcError, a closed channel), the kills below still clean up.
-            with contextlib.suppress(Exception):
-                for pod in self.runtime.ListPodSandbox(cri.ListPodSandboxRequest(), timeout=5).items:
-                    with contextlib.suppress(grpc.RpcError):
-                        self.runtime.StopPodSandbox(cri.StopPodSandboxRequest(pod_sandbox_id=pod.id), timeout=10)
-                        self.runtime.RemovePodSandbox(cri.RemovePodSandboxRequest(pod_sandbox_id=pod.id), timeout=10)
+        self.remove_pods()
         # While catatonit runs: it reaps what is killed here (the conmons daemonized into its care).
         killed = []
         for pid in self.conmons():
@@ -431,9 +391,7 @@ class CrioDaemon:
                     timeout=30,
                     check=False,
                 )
-        if self.channel is not None:
-            self.channel.close()
-            self.channel = self._runtime = self._images = None
+        self.disconnect()
         if self.process is not None:
             stop_daemon(self.process)
         unmount_below(self.workdir)
