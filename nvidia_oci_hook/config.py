@@ -8,9 +8,7 @@ goes through the lean reader, and PyYAML is loaded only for a file outside the s
 
 from __future__ import annotations
 
-import os
-
-from nvidia_oci_hook import io
+from nvidia_oci_hook import io, leanos
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS
 
 TYPE_CHECKING = False
@@ -171,7 +169,7 @@ def _parse_yaml(path: str, raw: bytes) -> Any:
 
 
 def _file_values(path: str, explicit: bool) -> dict[str, Any]:
-    if not explicit and not os.path.exists(path):
+    if not explicit and not leanos.exists(path):
         return {}
     try:
         raw = io.read_bounded(path, 1024 * 1024)
@@ -222,7 +220,7 @@ def _values(path: Optional[str], environ: Optional[Mapping[str, str]], problems:
     """The file's values, then the environment's; with problems given, a bad file or variable is noted there and
     left out instead of raising."""
     if environ is None:
-        environ = os.environ
+        environ = leanos.environ()
     explicit = config_file_named(path, environ)
     file_path = config_file(path, environ)
     try:

@@ -39,6 +39,10 @@ def main(argv: Optional[list[str]] = None, state_dir: Optional[str] = None) -> i
     """state_dir, given by the installed launcher, is where the hook keeps the record its sh front reads."""
     args = sys.argv[1:] if argv is None else argv
     command, config_path, rest = _split_global_options(args)
+    if command in FAST_COMMANDS and state_dir is not None:
+        from nvidia_oci_hook.runtime import codecache
+
+        codecache.install(state_dir)
     if command == "runtime":
         from nvidia_oci_hook.runtime import wrapper
 

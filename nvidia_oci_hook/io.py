@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
+
+from nvidia_oci_hook import leanos
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def read_bounded(path: str, limit: int = DEFAULT_MAX_BYTES) -> bytes:
             raise TooLarge(len(data), limit)
         return data
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = leanos.open(path, leanos.O_RDONLY | leanos.O_CLOEXEC)
     except OSError as exc:
         raise ReadError(f"{path}: cannot open: {_describe(exc)}") from None
     return read_descriptor(fd, path, limit)
@@ -46,7 +47,7 @@ def read_bounded(path: str, limit: int = DEFAULT_MAX_BYTES) -> bytes:
 def read_descriptor(fd: int, path: str, limit: int = DEFAULT_MAX_BYTES) -> bytes:
     """Read an open file to its end and close it, refusing more than limit bytes; path names it in errors."""
     try:
-        info = os.fstat(fd)
+        info = leanos.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise ReadError(f"{path}: is a directory")
         if stat.S_ISREG(info.st_mode) and info.st_size > limit:
@@ -54,7 +55,7 @@ def read_descriptor(fd: int, path: str, limit: int = DEFAULT_MAX_BYTES) -> bytes
         chunks = []
         total = 0
         while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            chunk = leanos.read(fd, min(1 << 20, limit + 1 - total))
             if not chunk:
                 break
             chunks.append(chunk)
@@ -65,7 +66,7 @@ def read_descriptor(fd: int, path: str, limit: int = DEFAULT_MAX_BYTES) -> bytes
     except OSError as exc:
         raise ReadError(f"{path}: cannot read: {_describe(exc)}") from None
     finally:
-        os.close(fd)
+        leanos.close(fd)
 
 
 def write_atomic(path: str, data: bytes, dir_fd: Optional[int] = None) -> None:
@@ -77,54 +78,56 @@ def write_atomic(path: str, data: bytes, dir_fd: Optional[int] = None) -> None:
     host layer writes under a host root. A link at the name is replaced, never followed.
     """
     if dir_fd is None:
-        directory_fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        name = os.path.basename(path)
+        directory_fd = leanos.open(
+            leanos.dirname(leanos.abspath(path)), leanos.O_RDONLY | leanos.O_DIRECTORY | leanos.O_CLOEXEC
+        )
+        name = leanos.basename(path)
     else:
         directory_fd, name = dir_fd, path
     try:
         _write_in(directory_fd, name, data)
     finally:
         if dir_fd is None:
-            os.close(directory_fd)
+            leanos.close(directory_fd)
 
 
 def _write_in(directory: int, name: str, data: bytes) -> None:
     try:
-        old: Optional[os.stat_result] = os.stat(name, dir_fd=directory, follow_symlinks=False)
+        old: Optional[leanos.stat_result] = leanos.stat(name, dir_fd=directory, follow_symlinks=False)
         if not stat.S_ISREG(old.st_mode):  # type: ignore[union-attr]
             old = None
     except FileNotFoundError:
         old = None
-    temporary = f".{name}.{os.getpid()}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    temporary = f".{name}.{leanos.getpid()}.tmp"
+    flags = leanos.O_WRONLY | leanos.O_CREAT | leanos.O_EXCL | leanos.O_NOFOLLOW | leanos.O_CLOEXEC
     try:
-        fd = os.open(temporary, flags, 0o600, dir_fd=directory)
+        fd = leanos.open(temporary, flags, 0o600, dir_fd=directory)
     except FileExistsError:
         # Left by a process with the same pid that was killed mid-write: nobody else writes this name.
-        os.unlink(temporary, dir_fd=directory)
-        fd = os.open(temporary, flags, 0o600, dir_fd=directory)
+        leanos.unlink(temporary, dir_fd=directory)
+        fd = leanos.open(temporary, flags, 0o600, dir_fd=directory)
     try:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view) :]
+                view = view[leanos.write(fd, view) :]
             if old is not None:
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-                if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-                    os.fchown(fd, old.st_uid, old.st_gid)
+                leanos.fchmod(fd, stat.S_IMODE(old.st_mode))
+                if (old.st_uid, old.st_gid) != (leanos.getuid(), leanos.getgid()):
+                    leanos.fchown(fd, old.st_uid, old.st_gid)
             else:
-                os.fchmod(fd, 0o644)
-            os.fsync(fd)
+                leanos.fchmod(fd, 0o644)
+            leanos.fsync(fd)
         finally:
-            os.close(fd)
-        os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+            leanos.close(fd)
+        leanos.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
     except BaseException:
         with _suppress_os_error():
-            os.unlink(temporary, dir_fd=directory)
+            leanos.unlink(temporary, dir_fd=directory)
         raise
     # Before the directory's fsync, so that it makes the removals durable too.
     remove_stale_temporaries(directory, name)
-    os.fsync(directory)
+    leanos.fsync(directory)
 
 
 def remove_stale_temporaries(directory: Union[str, int], name: str) -> None:
@@ -139,9 +142,9 @@ def remove_stale_temporaries(directory: Union[str, int], name: str) -> None:
     namespace; the writers of one directory (the wrapper in the engine's, the CLI on the node) share the host's.
     """
     prefix = f".{name}."
-    own = os.getpid()
+    own = leanos.getpid()
     try:
-        names = os.listdir(directory)
+        names = leanos.listdir(directory)
     except OSError:
         return
     at = directory if isinstance(directory, int) else None
@@ -155,11 +158,11 @@ def remove_stale_temporaries(directory: Union[str, int], name: str) -> None:
         pid = int(digits)
         if pid == own or pid == 0 or _alive(pid):
             continue
-        target = found if at is not None else os.path.join(directory, found)  # type: ignore[arg-type]
+        target = found if at is not None else leanos.join(directory, found)  # type: ignore[arg-type]
         try:
-            if not stat.S_ISREG(os.stat(target, dir_fd=at, follow_symlinks=False).st_mode):
+            if not stat.S_ISREG(leanos.stat(target, dir_fd=at, follow_symlinks=False).st_mode):
                 continue
-            os.unlink(target, dir_fd=at)  # unlink removes a name, never what a symlink points to
+            leanos.unlink(target, dir_fd=at)  # unlink removes a name, never what a symlink points to
         except OSError:
             continue
 
@@ -167,7 +170,7 @@ def remove_stale_temporaries(directory: Union[str, int], name: str) -> None:
 def _alive(pid: int) -> bool:
     """Whether a process has pid; when that cannot be told, it is taken as alive (nothing of its is removed)."""
     try:
-        os.kill(pid, 0)
+        leanos.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (OSError, OverflowError):

@@ -353,10 +353,16 @@ def _code(package_parents: Sequence[str], *lines: str) -> str:
     return "import sys\ndel sys.argv[0]\n" + _package_path(package_parents) + "".join(line + "\n" for line in lines)
 
 
+def _cached_code(state: str) -> tuple[str, str]:
+    # Before the mode is imported: from here on the package's modules come from the state directory's code cache.
+    return "from nvidia_oci_hook.runtime import codecache", f"codecache.install({state})"
+
+
 def dispatcher_text(interpreter: str, package_parents: Sequence[str], config_path: str, state_dir: str) -> str:
     explicit_config = "None" if config_path == DEFAULT_CONFIG_PATH else _python_literal(config_path)
     code = _code(
         package_parents,
+        *_cached_code(_python_literal(state_dir)),
         "from nvidia_oci_hook.runtime.wrapper import run",
         f"run({explicit_config}, {_python_literal(state_dir)})",
     )
@@ -380,6 +386,7 @@ def hook_front_text(interpreter: str, package_parents: Sequence[str], state_dir:
     code_read = _code(
         package_parents,
         "read = sys.argv.pop(1)",
+        *_cached_code(state),
         "from nvidia_oci_hook.runtime.hooks import main",
         f"sys.exit(main(sys.argv[2:], None, {state}, read))",
     )

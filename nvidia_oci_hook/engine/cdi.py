@@ -10,9 +10,7 @@ Each spec file is read and checked in cdi_spec; the devices the requests resolve
 
 from __future__ import annotations
 
-import posixpath
-
-from nvidia_oci_hook import io
+from nvidia_oci_hook import io, leanos
 from nvidia_oci_hook.engine.cdi_apply import _Injection
 from nvidia_oci_hook.engine.cdi_spec import Spec, SpecError, _load, parse_spec
 from nvidia_oci_hook.engine.records import Edit, EngineFinding
@@ -43,7 +41,7 @@ def spec_paths(host: HostView, directory: str) -> list[str]:
     """Spec files the library reads in directory: lexical order, no subdirectories, .json and .yaml only."""
     result = []
     for name in host.list_dir(directory):
-        path = posixpath.join(directory, name)
+        path = leanos.join(directory, name)
         if name.endswith(SPEC_EXTENSIONS) and host.is_file(path):
             result.append(path)
     return result
@@ -131,9 +129,9 @@ def unresolved_reason(
             spec = other.devices[name][0]
             return (
                 cdi_reasons.NOT_SCANNED,
-                f"{spec.path} defines it, but {posixpath.dirname(spec.path)} is not among the spec directories "
+                f"{spec.path} defines it, but {leanos.dirname(spec.path)} is not among the spec directories "
                 f"read ({', '.join(directories)})",
-                f"move {spec.path} into {directories[-1]}, or add {posixpath.dirname(spec.path)} to cdi.spec_dirs",
+                f"move {spec.path} into {directories[-1]}, or add {leanos.dirname(spec.path)} to cdi.spec_dirs",
             )
     detail = cdi_reasons.not_defined_detail(name, cache.devices, cache.conflicts)
     if cache.unusable:

@@ -9,9 +9,9 @@ changes nothing.
 
 from __future__ import annotations
 
-import os
 import stat
 
+from nvidia_oci_hook import leanos
 from nvidia_oci_hook.engine.records import CDI_NOT_APPLIED, Edit, EngineFinding
 from nvidia_oci_hook.host import rewrite_for_existing_root
 from nvidia_oci_hook.kinds.oci import normalize_path
@@ -127,7 +127,7 @@ class _Injection:
                 )
                 return None
             if kind != "p" and major == 0:
-                major, node = os.major(info.st_rdev), dict(node, minor=os.minor(info.st_rdev))
+                major, node = leanos.major(info.st_rdev), dict(node, minor=leanos.minor(info.st_rdev))
         device["type"] = kind
         if kind != "p":
             device["major"] = major

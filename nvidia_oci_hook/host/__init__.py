@@ -8,9 +8,9 @@ target on a node mounted at /host resolves under /host, not under the filesystem
 
 from __future__ import annotations
 
-import os
-import posixpath
 import stat
+
+from nvidia_oci_hook import leanos
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,11 +55,11 @@ class DeviceIdentity:
         return "a FIFO" if self.type == "p" else f"a {self.type}"
 
 
-def _identity(info: os.stat_result) -> DeviceIdentity:
+def _identity(info: leanos.stat_result) -> DeviceIdentity:
     mode = info.st_mode
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         kind = "c" if stat.S_ISCHR(mode) else "b"
-        return DeviceIdentity(kind, os.major(info.st_rdev), os.minor(info.st_rdev))
+        return DeviceIdentity(kind, leanos.major(info.st_rdev), leanos.minor(info.st_rdev))
     if stat.S_ISFIFO(mode):
         return DeviceIdentity("p")
     if stat.S_ISDIR(mode):
@@ -87,16 +87,16 @@ class HostView:
     _as_named = False
 
     def __new__(cls, root: str = "/") -> HostView:
-        if cls is HostView and os.path.abspath(root) != "/":
+        if cls is HostView and leanos.abspath(root) != "/":
             from nvidia_oci_hook.host.rooted import RootedView
 
             return super().__new__(RootedView)
         return super().__new__(cls)
 
     def __init__(self, root: str = "/") -> None:
-        self.root = os.path.abspath(root)
+        self.root = leanos.abspath(root)
         # One view serves one run; several rules ask about the same paths.
-        self._stats: dict[str, Optional[os.stat_result]] = {}
+        self._stats: dict[str, Optional[leanos.stat_result]] = {}
 
     # -- resolution --------------------------------------------------------------------------------------------
 
@@ -105,27 +105,27 @@ class HostView:
         equal."""
         if self.stat(path) is None:
             return None
-        return os.path.realpath(path)
+        return leanos.realpath(path)
 
     # -- looking -----------------------------------------------------------------------------------------------
 
-    def lookup(self, path: str, follow: bool = True) -> os.stat_result:
+    def lookup(self, path: str, follow: bool = True) -> leanos.stat_result:
         """stat (or, without follow, lstat) of a node path; raises OSError as the kernel would on the node."""
         if not path.startswith("/") and not self._as_named:
             raise OSError(_EINVAL, "not an absolute node path", path)
-        return os.stat(path, follow_symlinks=follow)
+        return leanos.stat(path, follow_symlinks=follow)
 
-    def stat(self, path: str) -> Optional[os.stat_result]:
+    def stat(self, path: str) -> Optional[leanos.stat_result]:
         if path in self._stats:
             return self._stats[path]
         try:
-            result: Optional[os.stat_result] = self.lookup(path)
+            result: Optional[leanos.stat_result] = self.lookup(path)
         except (OSError, ValueError):
             result = None
         self._stats[path] = result
         return result
 
-    def lstat(self, path: str) -> Optional[os.stat_result]:
+    def lstat(self, path: str) -> Optional[leanos.stat_result]:
         """path itself, a final symbolic link not followed: how the CDI library looks at a device node."""
         try:
             return self.lookup(path, follow=False)
@@ -166,11 +166,11 @@ class HostView:
 
     def readlink(self, path: str) -> str:
         """A link's target as the node stores it; raises OSError."""
-        return os.readlink(path)
+        return leanos.readlink(path)
 
     def listdir(self, path: str) -> list[str]:
         """Names in a node directory, unsorted, as os.listdir; raises OSError."""
-        return os.listdir(path)
+        return leanos.listdir(path)
 
     def list_dir(self, path: str) -> list[str]:
         """Names in a node directory, sorted; empty when it is absent or unreadable."""
@@ -187,7 +187,7 @@ class HostView:
             directory = pending.pop(0)
             files = []
             for name in self.list_dir(directory):
-                child = posixpath.join(directory, name)
+                child = leanos.join(directory, name)
                 info = self.lstat(child)
                 if info is not None and stat.S_ISDIR(info.st_mode):
                     pending.append(child)
@@ -211,19 +211,19 @@ class HostView:
         from nvidia_oci_hook import io
 
         try:
-            fd = self._open(path, os.O_RDONLY)
+            fd = self._open(path, leanos.O_RDONLY)
         except (OSError, ValueError) as exc:
             raise io.ReadError(f"{path}: cannot open: {getattr(exc, 'strerror', None) or exc}") from None
-        info = os.fstat(fd)
+        info = leanos.fstat(fd)
         if not stat.S_ISREG(info.st_mode) and not self._as_named:
-            os.close(fd)
+            leanos.close(fd)
             raise io.ReadError(f"{path}: is a directory" if stat.S_ISDIR(info.st_mode) else f"{path}: not a file")
-        os.set_blocking(fd, True)
+        leanos.set_blocking(fd, True)
         return fd
 
     def _open(self, path: str, flags: int) -> int:
         # Not blocking: a FIFO is refused once it is open, and opening one must not wait for a writer.
-        return os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK)
+        return leanos.open(path, flags | leanos.O_CLOEXEC | leanos.O_NONBLOCK)
 
     def read_bytes(self, path: str, limit: int = 32 * 1024 * 1024) -> bytes:
         """A node file's bytes; raises io.ReadError, or io.TooLarge past limit."""
@@ -244,7 +244,7 @@ class HostView:
             chunks = []
             left = limit
             while left > 0:
-                chunk = os.read(fd, min(left, 1 << 20))
+                chunk = leanos.read(fd, min(left, 1 << 20))
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -252,7 +252,7 @@ class HostView:
         except OSError:
             return None
         finally:
-            os.close(fd)
+            leanos.close(fd)
         return b"".join(chunks)
 
     def read_text(self, path: str, limit: int = 1 << 20) -> Optional[str]:
@@ -268,7 +268,7 @@ class HostView:
     def read_only(self) -> bool:
         """Whether the host root lies on a read-only mount (the DaemonSet mounts the node's / so)."""
         try:
-            return bool(os.statvfs(self.root).f_flag & os.ST_RDONLY)
+            return bool(leanos.statvfs(self.root).f_flag & leanos.ST_RDONLY)
         except OSError:
             return False
 
@@ -283,29 +283,29 @@ class HostView:
     def write_existing(self, path: str, data: bytes) -> None:
         """Write to a node file that exists, never creating one (a cgroup's control files)."""
         self._changed()
-        fd = self._open(path, os.O_WRONLY)
+        fd = self._open(path, leanos.O_WRONLY)
         try:
-            os.set_blocking(fd, True)
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            leanos.set_blocking(fd, True)
+            if not stat.S_ISREG(leanos.fstat(fd).st_mode):
                 raise OSError(_EINVAL, "not a regular file", path)
-            os.write(fd, data)
+            leanos.write(fd, data)
         finally:
-            os.close(fd)
+            leanos.close(fd)
 
     def makedirs(self, path: str, mode: int = 0o755) -> None:
         """Create a node directory and its missing parents, each resolved inside the root."""
         self._changed()
-        os.makedirs(path, mode, exist_ok=True)
+        leanos.makedirs(path, mode, exist_ok=True)
 
     def symlink(self, target: str, path: str) -> None:
         """Create a link at a node path (its target is stored as given, never followed here)."""
         self._changed()
-        os.symlink(target, path)
+        leanos.symlink(target, path)
 
     def unlink(self, path: str) -> None:
         """Remove a node path's name (a link itself, never what it points to); raises OSError."""
         self._changed()
-        os.unlink(path)
+        leanos.unlink(path)
 
 
 class UserFiles(HostView):
@@ -319,7 +319,7 @@ class UserFiles(HostView):
 
     def _open(self, path: str, flags: int) -> int:
         # Not blocking: a FIFO is refused once it is open, and opening one must not wait for a writer.
-        return os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK)
+        return leanos.open(path, flags | leanos.O_CLOEXEC | leanos.O_NONBLOCK)
 
     def read_bytes(self, path: str, limit: int = 32 * 1024 * 1024) -> bytes:
         from nvidia_oci_hook import io
@@ -369,14 +369,14 @@ def rewrite_for_existing_root(host: HostView, roots: tuple[str, ...], path: str)
     Nothing is guessed: the whole relative path must exist under exactly the root that is proposed; the
     first candidate in the given order wins when several have it.
     """
-    path = posixpath.normpath(path)
+    path = leanos.normpath(path)
     if not path.startswith("/") or host.exists(path):
         return None
     root, relative = owning_root(roots, path)
     for other in roots:
         if other.rstrip("/") == root.rstrip("/"):
             continue
-        candidate = posixpath.join(other, relative) if relative else other
+        candidate = leanos.join(other, relative) if relative else other
         if host.exists(candidate):
-            return RootRewrite(path, root, other, posixpath.normpath(candidate))
+            return RootRewrite(path, root, other, leanos.normpath(candidate))
     return None

@@ -9,7 +9,7 @@ start-up time (no dataclasses, typing or functools at run time).
 
 from __future__ import annotations
 
-import posixpath
+from nvidia_oci_hook import leanos
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def _as_str(value: Any) -> Optional[str]:
 
 def normalize_path(path: str) -> str:
     """Container paths as runc resolves them: repeated and trailing slashes and dot segments removed."""
-    return posixpath.normpath(path) if path else path
+    return leanos.normpath(path) if path else path
 
 
 class Device:

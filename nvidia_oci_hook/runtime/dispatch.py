@@ -11,10 +11,11 @@ of parsing the file again.
 
 from __future__ import annotations
 
-import os
 import time
 
+from nvidia_oci_hook import leanos
 from nvidia_oci_hook.engine import jsoncodec
+from nvidia_oci_hook.runtime.codecache import own_directory
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ _RECORD_LIMIT = 1 << 16
 
 def file_identity(path: str) -> Optional[tuple[int, int, int, int, int]]:
     try:
-        info = os.stat(path)
+        info = leanos.stat(path)
     except OSError:
         return None
     return (info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
@@ -103,40 +104,34 @@ def remember(
     everything = {"identity": list(before) if before else None, "settings": _values(settings)}
     record = ("present\n" if present else "absent\n") + recorded + config_file + "\n"
     record += jsoncodec.dumps(everything) + "\n"
-    path = os.path.join(state_dir, RECORD_FILE)
+    path = leanos.join(state_dir, RECORD_FILE)
     try:
         with open(path, encoding="utf-8") as handle:
             unchanged = handle.read() == record
-        if unchanged and (not present or os.stat(path).st_mtime_ns == before[4]):  # type: ignore[index]
+        if unchanged and (not present or leanos.stat(path).st_mtime_ns == before[4]):  # type: ignore[index]
             return
     except (OSError, UnicodeDecodeError):
         pass
-    temporary = f"{path}.{os.getpid()}"
+    temporary = f"{path}.{leanos.getpid()}"
     try:
-        os.makedirs(state_dir, mode=0o700, exist_ok=True)
-        if not _own_directory(state_dir):
+        leanos.makedirs(state_dir, mode=0o700, exist_ok=True)
+        if not own_directory(state_dir):
             return  # the fronts trust only their own user's directory: not one others could write into
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(temporary, flags, 0o644)
+        flags = leanos.O_WRONLY | leanos.O_CREAT | leanos.O_EXCL | leanos.O_NOFOLLOW | leanos.O_CLOEXEC
+        fd = leanos.open(temporary, flags, 0o644)
         try:
-            os.write(fd, record.encode("utf-8"))
+            leanos.write(fd, record.encode("utf-8"))
         finally:
-            os.close(fd)
+            leanos.close(fd)
         if present:
             assert before is not None
-            os.utime(temporary, ns=(before[4], before[4]))
-        os.rename(temporary, path)
+            leanos.utime(temporary, ns=(before[4], before[4]))
+        leanos.rename(temporary, path)
     except OSError:
         try:  # noqa: SIM105 - contextlib would be one more import on every container start
-            os.unlink(temporary)
+            leanos.unlink(temporary)
         except OSError:
             pass
-
-
-def _own_directory(path: str) -> bool:
-    """This user's own directory, which no one else can write into."""
-    info = os.lstat(path)
-    return info.st_uid == os.geteuid() and not info.st_mode & 0o022 and info.st_mode & 0o170000 == 0o040000
 
 
 def _values(settings: Settings) -> dict[str, object]:
@@ -154,16 +149,16 @@ def recorded_settings(state_dir: str, config_file: str, named: bool, environ: di
     if any(key.env in environ for key in SETTINGS):
         return None
     try:
-        if not _own_directory(state_dir):
+        if not own_directory(state_dir):
             return None
-        fd = os.open(os.path.join(state_dir, RECORD_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = leanos.open(leanos.join(state_dir, RECORD_FILE), leanos.O_RDONLY | leanos.O_NOFOLLOW | leanos.O_CLOEXEC)
         try:
-            info = os.fstat(fd)
-            if info.st_uid != os.geteuid() or info.st_mode & 0o170000 != 0o100000 or info.st_size > _RECORD_LIMIT:
+            info = leanos.fstat(fd)
+            if info.st_uid != leanos.geteuid() or info.st_mode & 0o170000 != 0o100000 or info.st_size > _RECORD_LIMIT:
                 return None
-            data = os.read(fd, _RECORD_LIMIT + 1)
+            data = leanos.read(fd, _RECORD_LIMIT + 1)
         finally:
-            os.close(fd)
+            leanos.close(fd)
     except OSError:
         return None
     lines = data.decode("utf-8", "replace").split("\n")
@@ -194,7 +189,7 @@ def load(config_path: Optional[str], state_dir: Optional[str]) -> tuple[Settings
 
     if state_dir is None:
         return load_settings_leniently(config_path)
-    environ = dict(os.environ)
+    environ = dict(leanos.environ())
     settings_file = config_file(config_path, environ)
     recorded = recorded_settings(state_dir, settings_file, config_file_named(config_path, environ), environ)
     if recorded is not None:

@@ -8,10 +8,9 @@ it finds and fails the container, with one line on stderr, when the policy says 
 
 from __future__ import annotations
 
-import os
 import sys
 
-from nvidia_oci_hook import io
+from nvidia_oci_hook import io, leanos
 from nvidia_oci_hook.engine import jsoncodec
 from nvidia_oci_hook.runtime import dispatch
 
@@ -88,7 +87,7 @@ def guard(raw_state: bytes, settings: Settings) -> tuple[list[EngineFinding], Op
     if not isinstance(state, dict) or not isinstance(state.get("bundle"), str):
         raise CannotCheck("the state on stdin has no bundle; is this run as an OCI hook?")
     container_id = state.get("id") if isinstance(state.get("id"), str) else None
-    path = os.path.join(state["bundle"], "config.json")
+    path = leanos.join(state["bundle"], "config.json")
     try:
         config = jsoncodec.loads(io.read_bounded(path).decode("utf-8"))
     except (io.ReadError, io.TooLarge, UnicodeDecodeError, jsoncodec.JSONDecodeError) as exc:
@@ -119,13 +118,22 @@ def main(
 ) -> int:
     """The hook modes. state_dir, given by the sh front, is where the record it reads is kept; read is what the
     front already read from stdin (which then holds nothing more), as the command line decoded its bytes."""
+    from nvidia_oci_hook.runtime import codecache
+
+    try:
+        return _run(args, config_path, state_dir, read)
+    finally:
+        codecache.keep()
+
+
+def _run(args: list[str], config_path: Optional[str], state_dir: Optional[str], read: Optional[str]) -> int:
     if len(args) != 1 or args[0] not in ("precreate", *GUARD_STAGES):
         return _fail(f"nvidia-oci-hook: {USAGE}")
     settings, problem = _settings(config_path, state_dir)
     if problem is not None:
         sys.stderr.write(problem + "\n")
     try:
-        raw = io.read_bounded("-") if read is None else os.fsencode(read)
+        raw = io.read_bounded("-") if read is None else leanos.fsencode(read)
     except (io.TooLarge, OSError) as exc:
         return _fail(f"nvidia-oci-hook: cannot read stdin: {exc}")
     try:

@@ -6,9 +6,9 @@ the engine had nothing to say about, so ordinary containers cost no log I/O.
 
 from __future__ import annotations
 
-import os
 import time
 
+from nvidia_oci_hook import leanos
 from nvidia_oci_hook.engine import jsoncodec
 
 TYPE_CHECKING = False
@@ -28,19 +28,21 @@ def _timestamp() -> str:
 
 def record(settings: Settings, mode: str, entry: dict[str, Any], summary: str, error: bool = False) -> None:
     """One JSON line in the log file and one syslog message: summary is what a person reads first."""
-    line = {"time": _timestamp(), "mode": mode, "pid": os.getpid(), "summary": summary}
+    line = {"time": _timestamp(), "mode": mode, "pid": leanos.getpid(), "summary": summary}
     line.update(entry)
     if settings.log_file:
         try:
             # One write with O_APPEND: lines from containers starting at once never interleave.
-            fd = os.open(settings.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+            fd = leanos.open(
+                settings.log_file, leanos.O_WRONLY | leanos.O_APPEND | leanos.O_CREAT | leanos.O_CLOEXEC, 0o640
+            )
             try:
-                os.write(fd, (jsoncodec.dumps(line) + "\n").encode("utf-8", "replace"))
+                leanos.write(fd, (jsoncodec.dumps(line) + "\n").encode("utf-8", "replace"))
             finally:
-                os.close(fd)
+                leanos.close(fd)
         except OSError:
             pass
-    if settings.log_syslog and os.path.exists(_SYSLOG_SOCKET):
+    if settings.log_syslog and leanos.exists(_SYSLOG_SOCKET):
         import syslog
 
         syslog.openlog("nvidia-oci-hook", syslog.LOG_PID, syslog.LOG_DAEMON)
@@ -78,16 +80,16 @@ def _rotation_key(base: str, name: str) -> Optional[tuple[int, str, int]]:
 def log_files(path: str, files: Optional[HostView] = None) -> list[str]:
     """path and its rotated files, oldest first: what `nvidia-oci-hook log` reads, in the order it was written.
     files: where path is (the node's under a host root); this machine's by default."""
-    directory, base = os.path.split(path)
+    directory, base = leanos.split(path)
     try:
-        names = files.listdir(directory or ".") if files is not None else os.listdir(directory or ".")
+        names = files.listdir(directory or ".") if files is not None else leanos.listdir(directory or ".")
     except (OSError, ValueError):
         names = []
     rotated = []
     for name in names:
         key = _rotation_key(base, name)
         if key is not None:
-            rotated.append((key, os.path.join(directory, name)))
+            rotated.append((key, leanos.join(directory, name)))
     rotated.sort()
     return [found for _, found in rotated] + [path]
 
@@ -116,7 +118,7 @@ def _open_raw(path: str, files: Optional[HostView]) -> IO[bytes]:
     from nvidia_oci_hook.io import ReadError
 
     try:
-        return os.fdopen(files.open_read(path), "rb")
+        return open(files.open_read(path), "rb")
     except ReadError as exc:
         missing = not files.lexists(path)
         raise (FileNotFoundError if missing else OSError)(2 if missing else 5, str(exc), path) from None

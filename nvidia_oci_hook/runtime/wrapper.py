@@ -13,10 +13,10 @@ leave alone. It reads what it needs from the record that `runtime.dispatch` keep
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
+from nvidia_oci_hook import leanos
 from nvidia_oci_hook.runtime import dispatch
 
 TYPE_CHECKING = False
@@ -98,7 +98,7 @@ def parse_invocation(args: list[str]) -> Invocation:
 
 def _same_file(path: str, other: str) -> bool:
     try:
-        return os.path.samefile(path, other)
+        return leanos.samefile(path, other)
     except OSError:
         return False
 
@@ -108,9 +108,9 @@ def find_runtime(names: tuple[str, ...], environ: dict[str, str]) -> Optional[st
     this = sys.argv[0] if sys.argv and sys.argv[0] else None
     directories = (environ.get("PATH") or _DEFAULT_PATH).split(":")
     for name in names:
-        candidates = [name] if "/" in name else [os.path.join(d or ".", name) for d in directories]
+        candidates = [name] if "/" in name else [leanos.join(d or ".", name) for d in directories]
         for candidate in candidates:
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            if leanos.isfile(candidate) and leanos.access(candidate, leanos.X_OK):
                 if this is not None and _same_file(candidate, this):
                     continue
                 return candidate
@@ -132,11 +132,13 @@ def report_failure(invocation: Invocation, message: str) -> None:
     line = _runc_style(message, invocation.log_format) + "\n"
     if invocation.log_file:
         try:
-            fd = os.open(invocation.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = leanos.open(
+                invocation.log_file, leanos.O_WRONLY | leanos.O_APPEND | leanos.O_CREAT | leanos.O_CLOEXEC, 0o644
+            )
             try:
-                os.write(fd, line.encode("utf-8", "replace"))
+                leanos.write(fd, line.encode("utf-8", "replace"))
             finally:
-                os.close(fd)
+                leanos.close(fd)
         except OSError:
             pass
     try:
@@ -153,8 +155,8 @@ def reconcile_bundle(invocation: Invocation, settings: Settings) -> Optional[str
     from nvidia_oci_hook.engine.pipeline import plan
     from nvidia_oci_hook.host import HostView
 
-    bundle = os.path.abspath(invocation.bundle or ".")
-    path = os.path.join(bundle, "config.json")
+    bundle = leanos.abspath(invocation.bundle or ".")
+    path = leanos.join(bundle, "config.json")
     try:
         config = jsoncodec.loads(io.read_bounded(path).decode("utf-8"))
     except (io.ReadError, io.TooLarge, UnicodeDecodeError, jsoncodec.JSONDecodeError):
@@ -195,7 +197,7 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
     except Exception as exc:  # our own bug: the defaults still let the container start
         settings = Settings()
         problem = f"nvidia-oci-hook: configuration ignored: internal error: {type(exc).__name__}: {exc}"
-    environ = dict(os.environ)
+    environ = dict(leanos.environ())
     runtime = find_runtime(settings.runtime_low_level, environ)
     if runtime is None:
         report_failure(
@@ -219,8 +221,11 @@ def main(args: list[str], config_path: Optional[str] = None, state_dir: Optional
         if refusal is not None:
             report_failure(invocation, refusal)
             return 1
+    from nvidia_oci_hook.runtime import codecache
+
+    codecache.keep()
     try:
-        os.execv(runtime, [runtime, *args])
+        leanos.execv(runtime, [runtime, *args])
     except OSError as exc:
         report_failure(invocation, f"nvidia-oci-hook: cannot run {runtime}: {exc.strerror}")
         return 1

@@ -22,10 +22,11 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 FORBIDDEN = {
     "click", "yaml", "jsonschema", "tomli", "re", "typing", "dataclasses", "json", "enum", "inspect", "functools",
     "collections", "logging", "tempfile", "shutil", "subprocess", "contextlib", "pathlib", "importlib.metadata",
-    "difflib", "copy",
+    "difflib", "copy", "os", "posixpath", "genericpath", "_collections_abc",
 }  # fmt: skip
 ENGINE_MODULES = {
     "nvidia_oci_hook", "nvidia_oci_hook.config", "nvidia_oci_hook.entry", "nvidia_oci_hook.host", "nvidia_oci_hook.io",
+    "nvidia_oci_hook.leanos", "nvidia_oci_hook.runtime.codecache",
     "nvidia_oci_hook.engine", "nvidia_oci_hook.engine.cdi", "nvidia_oci_hook.engine.cdi_apply",
     "nvidia_oci_hook.engine.cdi_spec", "nvidia_oci_hook.engine.jsoncodec", "nvidia_oci_hook.engine.pipeline",
     "nvidia_oci_hook.engine.records", "nvidia_oci_hook.engine.requests", "nvidia_oci_hook.engine.transforms",
