@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from nvidia_oci_hook.runtime.codecache import CACHE_FILE
 from tests.engine.support import config, device
 from tests.runtime.support import INTERPRETER, launchers, run, settled, write_config
 
@@ -31,6 +30,17 @@ status = main(["prestart"], None, {state!r}, {stdin!r})
 print(" ".join(sorted(cache.served)))
 print(status)
 """
+
+
+def cache_file_of(interpreter: str) -> str:
+    program = "from nvidia_oci_hook.runtime.codecache import CACHE_FILE; print(CACHE_FILE)"
+    result = subprocess.run(
+        [interpreter, "-I", "-S", "-c", f"import sys; sys.path.append({str(REPOSITORY)!r}); {program}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
 
 
 def package_copy(directory: Path) -> Path:
@@ -58,7 +68,9 @@ class Guard:
 
     @property
     def cache(self) -> Path:
-        return self.state / CACHE_FILE
+        """The cache file, once a run wrote it: the interpreter's own, which need not be the one running pytest."""
+        (path,) = self.state.glob("code.*")
+        return path
 
     def run(self) -> tuple[set[str], int, str]:
         """(the modules served from the cache, the guard's status, its stderr)."""
@@ -191,5 +203,5 @@ def test_the_hook_front_keeps_the_cache_beside_its_record(tmp_path: Path) -> Non
         result = run([str(hook), "hook", "prestart"], stdin=guard.stdin.encode(), env=environment)
         outcomes.append((result.returncode, result.stderr))
     state = tmp_path / "bin/state"
-    assert sorted(path.name for path in state.iterdir()) == sorted([CACHE_FILE, "settings"])
+    assert sorted(path.name for path in state.iterdir()) == sorted([cache_file_of(INTERPRETER), "settings"])
     assert outcomes[0] == outcomes[1] and outcomes[0][0] == 1, outcomes
