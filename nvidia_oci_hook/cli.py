@@ -19,6 +19,7 @@ from nvidia_oci_hook.rules.base import all_rules, get_rule, matches_any
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+EXIT_UNRECOGNISED = 3  # why: nothing in the text is an error this tool knows
 
 
 class Fatal(Exception):
@@ -501,6 +502,58 @@ def doctor(
         except OSError as exc:
             raise Fatal(f"{output}: cannot write: {exc.strerror or exc}") from None
     ctx.exit(status)
+
+
+@cli.command()
+@click.argument("text", metavar="[TEXT|-]", required=False)
+@click.option("--file", "text_file", metavar="FILE", help="Read the error text from FILE.")
+@_host_root_option
+@_driver_roots_option
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_engine_config_options
+@click.pass_context
+def why(
+    ctx: click.Context,
+    text: Optional[str],
+    text_file: Optional[str],
+    host_root: str,
+    driver_roots: tuple[str, ...],
+    output_format: str,
+    containerd_config: Optional[str],
+    crio_config: Optional[str],
+    crio_config_dir: Optional[str],
+) -> None:
+    """From an error text (a pod event, kubectl describe, a crictl or podman error, a journal excerpt, a hook's
+    stderr) to its cause on this node: each error recognised, the causes that can produce it, each decided on the
+    node (holds, ruled out, not decidable here) with its evidence and fix.
+
+    Exit status: 0 a cause holds, 1 recognised but no cause shown to hold, 2 usage error, 3 nothing recognised.
+    """
+    from nvidia_oci_hook.node import why as mode
+    from nvidia_oci_hook.node.locations import ByHand
+
+    if (text is None) == (text_file is None):
+        raise click.UsageError("give the error text: TEXT, - for stdin, or --file FILE (one of them)")
+    if not _is_directory(host_root):
+        raise Fatal(f"--host-root {host_root}: not a directory")
+    source = "-" if text == "-" else text_file
+    if source is not None:
+        try:
+            data = io.read_bounded(source, mode.TEXT_LIMIT)
+        except io.TooLarge as exc:
+            raise Fatal(f"{source}: {exc}") from None
+        except (io.ReadError, OSError) as exc:
+            raise Fatal(str(exc)) from None
+        text = data.decode("utf-8", "replace")
+    assert text is not None
+    by_hand = ByHand(containerd_config, crio_config, crio_config_dir)
+    report = mode.explain_text(text, host_root, _node_settings(ctx, host_root, driver_roots), by_hand)
+    if output_format == "json":
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        node_root = host_root if os.path.abspath(host_root) != "/" else ""
+        click.echo(mode.render_text(report, node_root), nl=False)
+    ctx.exit(EXIT_CLEAN if report.holds else EXIT_FINDINGS if report.recognized else EXIT_UNRECOGNISED)
 
 
 @cli.command()

@@ -28,6 +28,7 @@ from google.protobuf.json_format import MessageToDict
 from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.engine import cdi_reasons
 from nvidia_oci_hook.node.configure import CRIO_DROP_IN, PRECREATE_HOOKS, SHARED_HOOKS
+from nvidia_oci_hook.node.why.deciders import CDI_REASON_CODES
 from tests.e2e.cri import BUSYBOX_IMAGE, CRIResult, SpecRecorder, cgroup_dirs, cri, run_pod_container
 from tests.e2e.crio import CrioDaemon, CrioUnavailable, bounded_runc, skip_reason
 from tests.e2e.gpu_request import PROBE, SPEC
@@ -158,6 +159,13 @@ def test_seed_003_privileged_collision_refused_explained_repaired_then_accepted(
         refused = run_pod_container(crio, command=probe, privileged=True, devices=[device])
         assert (refused.failed_step, refused.error) == ("CreateContainer", COLLISION), refused
         assert refused.container_id is None  # refused while cri-o generates the spec: no runtime, no hook ran
+
+        # The error as cri-o said it, to `why`: the stray node is the cause that holds.
+        status, out = cli(capsys, "why", "--driver-root", str(driver.root), "--format", "json", refused.error)
+        report = json.loads(out)
+        assert status == 0 and report["matches"] == [{"signature": "crio-device-path-exists", "text": COLLISION}]
+        assert (report["causes"][0]["code"], report["causes"][0]["holds"]) == ("stray-device-nodes", True), report
+        assert report["causes"][0]["evidence"] == [f"{STRAY} (c 195:0): the same device as {driver.root}{STRAY}"]
 
         # The pod's CRI container config, as crictl would take it: lint names the collision.
         config = workdir / "seed-003-container.json"
@@ -336,6 +344,11 @@ def test_precreate_in_crios_hooks_dir_stops_it_and_lint_node_says_hkd204(
     assert stopped.value.returncode == 1, stopped.value
     assert 'unknown stage \\"precreate\\"' in stopped.value.log, stopped.value.log[-2000:]
     hooks_file = f"{SHARED_HOOKS}/nvidia-oci-hook-precreate.json"
+    status, out = cli(capsys, "why", "--host-root", str(root), "--format", "json", stopped.value.log)
+    report = json.loads(out)
+    assert [match["signature"] for match in report["matches"]] == ["crio-precreate-stage"], report
+    assert status == 0 and (report["causes"][0]["code"], report["causes"][0]["holds"]) == ("HKD204", True), report
+    assert report["causes"][0]["summary"].startswith(hooks_file), report
     status, out = cli(capsys, "lint", "--node", "--host-root", str(root), "--format", "json", "--select", "HKD2")
     findings = [(f["code"], entry["path"]) for entry in json.loads(out)["files"] for f in entry["findings"]]
     assert status == 1 and findings == [("HKD204", hooks_file)], out
@@ -388,7 +401,11 @@ def test_cdi_resolve_says_cri_o_resolves_the_good_name(resolved: dict[str, dict[
 
 @pytest.mark.parametrize("reason", [*UNRESOLVABLE, "newer-version"])
 def test_cdi_request_unresolvable(
-    crio: CrioDaemon, resolved: dict[str, dict[str, Any]], cdi_dirs: tuple[Path, Path], reason: str
+    crio: CrioDaemon,
+    resolved: dict[str, dict[str, Any]],
+    cdi_dirs: tuple[Path, Path],
+    reason: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     name, files = UNRESOLVABLE.get(reason, NEWER)
     refusal = f"CDI device injection failed: unresolvable CDI devices {name}"
@@ -397,6 +414,13 @@ def test_cdi_request_unresolvable(
         assert (result.failed_step, result.error) == ("CreateContainer", refusal), (request, result)
     found = resolved[name]
     expected = reason if reason in UNRESOLVABLE else cdi_reasons.NOT_LOADED
+    # cri-o's own error, to `why`: the one reason `cdi resolve` gives is the cause that holds, the others are out.
+    args = ["why", "--crio-config", str(crio.config), "--crio-config-dir", str(crio.config_dir), "--format", "json"]
+    status, out = cli(capsys, *args, result.error)
+    report = json.loads(out)
+    assert status == 0 and report["matches"] == [{"signature": "cdi-unresolvable", "text": refusal}], report
+    holding = [cause["code"] for cause in report["causes"] if cause["holds"]]
+    assert holding == [CDI_REASON_CODES[expected]], report
     assert (found["resolved"], found["reason"]) == (False, expected), found
     assert found["engine_error"].startswith(f"unresolvable CDI devices {name}"), found
     assert found["files"] == sorted(str(cdi_dirs[1] / relative) for relative in files), found
