@@ -551,8 +551,8 @@ def reload_risk_check(host: HostView, answer: DriverRootAnswer) -> Check:
 def engines_check(host: HostView) -> Check:
     """The engines installed and their releases: which CDI library reads each one's specs (lint --node, and the
     engine-configs check below, judge the spec directories with them)."""
-    from nvidia_oci_hook.kinds.cdi.releases import UnknownRelease, engine_library
-    from nvidia_oci_hook.node.engines import engine_releases
+    from nvidia_oci_hook.kinds.cdi.releases import ENGINE_NAMES, UnknownRelease, engine_library
+    from nvidia_oci_hook.node.engines import engine_releases, handler_list, runtime_handlers
     from nvidia_oci_hook.node.locations import find_locations
 
     locations = find_locations(host)
@@ -583,6 +583,8 @@ def engines_check(host: HostView) -> Check:
         except UnknownRelease as exc:
             library = str(exc)
         evidence.append(f"{release.label}: {library} ({release.source})")
+    for engine, handlers in runtime_handlers(host).items():
+        evidence.append(f"{ENGINE_NAMES[engine]} runtime handlers: {handler_list(handlers)}")
     # The verdict on the specs themselves is engine-configs' (lint --node); here, what each engine is left with.
     evidence += [_unresolvable_line(engine, names) for engine, names in unresolvable.items() if names]
     summary = ", ".join(release.label for release in found)

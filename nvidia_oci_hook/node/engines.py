@@ -93,6 +93,38 @@ def containerd_in_effect(host: HostView) -> Optional[dict[str, Any]]:
     return effective_config(collection, _series(None, collection.root_version))
 
 
+def runtime_handlers(host: HostView) -> dict[str, dict[str, str]]:
+    """engine -> {runtime handler: its program} as each engine's configuration in effect defines them, for the
+    engines configured on the node: cri-o's files over its built-in crun, containerd's runtimes over its
+    built-in runc. The name a RuntimeClass's handler must match."""
+    from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
+    from nvidia_oci_hook.kinds.crio.merge import merge
+    from nvidia_oci_hook.node.reload_risk import read_toml
+
+    found: dict[str, dict[str, str]] = {}
+    files = [(path, read_toml(host, path)) for path in crio_files(host)]
+    present = [(path, value, True) for path, value in files if value is not None]
+    if present:
+        handlers = {}
+        for name, table in sorted(merge(present).runtimes().items()):
+            path = table.get("runtime_path")
+            handlers[name] = path if isinstance(path, str) and path else name
+        found["crio"] = handlers
+    containerd = containerd_in_effect(host)
+    if containerd is not None:
+        handlers = {"runc": "io.containerd.runc.v2"}
+        for runtime in ContainerdConfig(containerd).runtimes():
+            binary = (runtime.options or {}).get("BinaryName")
+            shim = runtime.type or "io.containerd.runc.v2"
+            handlers[runtime.name] = binary if isinstance(binary, str) and binary else shim
+        found["containerd"] = dict(sorted(handlers.items()))
+    return found
+
+
+def handler_list(handlers: dict[str, str]) -> str:
+    return ", ".join(f"{name} ({program})" for name, program in handlers.items())
+
+
 def _directory_kind(member_kind: str) -> Any:
     for kind in directory_kinds():
         if kind.member_kind == member_kind:

@@ -286,7 +286,10 @@ def test_the_engines_and_their_cdi_libraries(
     _, out = doctor(fake_host, capsys, "--format", "json")
     engines = next(check for check in json.loads(out)["checks"] if check["name"] == "engines")
     assert engines["status"] == "ok" and engines["summary"] == "containerd 2.1.4"
-    assert engines["evidence"] == ["containerd 2.1.4: CDI library 1.0.1 (/var/lib/dpkg/status)"]
+    assert engines["evidence"] == [
+        "containerd 2.1.4: CDI library 1.0.1 (/var/lib/dpkg/status)",
+        "containerd runtime handlers: runc (io.containerd.runc.v2)",  # the name a RuntimeClass's handler must match
+    ]
     # Under another host root binaries are not run: without a package database entry nothing is found.
     (fake_host.root / "var/lib/dpkg/status").write_text("")
     fake_host.executable("/usr/bin/podman")

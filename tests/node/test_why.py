@@ -138,7 +138,7 @@ def test_mount_source_of_another_driver_root(
     )
     status, report = why(capsys, seed_000(fake_host), runc)
     assert status == 0
-    assert report["matches"][0]["signature"] == "mount-source-missing"
+    assert [match["signature"] for match in report["matches"]] == ["mount-source-missing"]  # its stat is runc's
     assert verdicts(report) == {"HOST003": True, "validation-markers": True, "driver-root": True}
 
 
@@ -256,3 +256,186 @@ def test_no_traceback_on_any_input(fake_host: FakeHost, as_root: None, capsys: p
         out, err = capsys.readouterr()
         assert status in (0, 1, 3), (text, out, err)
         assert "Traceback" not in err
+
+
+DPKG = "Package: {0}\nStatus: install ok installed\nVersion: {1}\n\n"
+CRIO_CONF = '[crio.runtime]\ndefault_runtime = "crun"\n'
+NVIDIA_HANDLER = '[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/local/bin/nvidia-oci-hook-runtime"\n'
+CONTAINERD_V2 = 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true\n'
+CONTAINERD_NVIDIA = (
+    '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+    '  runtime_type = "io.containerd.runc.v2"\n'
+    '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+    '    BinaryName = "/usr/bin/nvidia-container-runtime"\n'
+)
+GPU_SPEC = (
+    'cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: "0"\n'
+    "  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n"
+)
+
+
+def crio_node(host: FakeHost, config: str = CRIO_CONF) -> FakeHost:
+    host_driver(host).text("/etc/crio/crio.conf", config).text("/var/lib/dpkg/status", DPKG.format("cri-o", "1.37.0"))
+    host.executable("/usr/bin/crun").executable("/usr/bin/conmon").directory("/usr/share/containers/oci/hooks.d")
+    host.executable("/usr/bin/true")  # the hooks' program: cri-o skips, unread, a hook file whose program is missing
+    return host.directory("/etc/cdi").directory("/var/run/cdi")
+
+
+def containerd_node(host: FakeHost, config: str = CONTAINERD_V2, release: str = "1.7.24~ds1-6") -> FakeHost:
+    host_driver(host).text("/etc/containerd/config.toml", config)
+    host.text("/var/lib/dpkg/status", DPKG.format("containerd", release))
+    return host.executable("/usr/bin/containerd-shim-runc-v2").executable("/usr/sbin/runc")
+
+
+def hook_file(stages: str, when: str = '{"always": true}') -> str:
+    return f'{{"version": "1.0.0", "hook": {{"path": "/usr/bin/true"}}, "when": {when}, "stages": {stages}}}'
+
+
+def signature_and_verdicts(report: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    return [match["signature"] for match in report["matches"]], verdicts(report)
+
+
+def test_cri_o_runtime_handler_missing_dropped_and_present(
+    fake_host: FakeHost, tmp_path: Path, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        'E1201 10:00:00 remote_runtime.go:193] "RunPodSandbox from runtime service failed" err="rpc error: code = '
+        'Unknown desc = failed to find runtime handler nvidia from runtime list map[crun:0xc000 runc:0xc001]"'
+    )
+    status, report = why(capsys, crio_node(fake_host), text)
+    assert status == 0
+    assert signature_and_verdicts(report) == (
+        ["crio-runtime-handler-unknown"],
+        {"engines": True, "CRO103": False, "CRO109": False},
+    )
+    assert report["causes"][0]["evidence"] == ["cri-o runtime handlers: crun (crun)"]
+    assert "[crio.runtime.runtimes.nvidia]" in report["causes"][0]["fix"]
+    assert any("restart" in line for line in report["undecided"])
+    # Configured, but its program is gone: cri-o dropped it at start.
+    dropped = crio_node(FakeHost(tmp_path / "dropped"), CRIO_CONF + NVIDIA_HANDLER)
+    status, report = why(capsys, dropped, text)
+    assert status == 0 and verdicts(report) == {"engines": False, "CRO103": True, "CRO109": False}
+    present = crio_node(FakeHost(tmp_path / "present"), CRIO_CONF + NVIDIA_HANDLER)
+    present.executable("/usr/local/bin/nvidia-oci-hook-runtime")
+    status, report = why(capsys, present, text)
+    assert status == 1 and verdicts(report) == {"engines": False, "CRO103": False, "CRO109": False}
+
+
+def test_containerd_runtime_missing_and_present(
+    fake_host: FakeHost, tmp_path: Path, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = 'failed to get sandbox runtime: no runtime for \\"nvidia\\" is configured'
+    status, report = why(capsys, containerd_node(fake_host), text)
+    assert status == 0
+    assert signature_and_verdicts(report) == (
+        ["containerd-runtime-handler-unknown"],
+        {"engines": True, "CTD117": False},
+    )
+    assert report["causes"][0]["evidence"] == ["containerd runtime handlers: runc (io.containerd.runc.v2)"]
+    configured = containerd_node(FakeHost(tmp_path / "configured"), CONTAINERD_V2 + CONTAINERD_NVIDIA)
+    status, report = why(capsys, configured, text)
+    assert status == 1 and verdicts(report) == {"engines": False, "CTD117": False}
+
+
+def test_a_runtime_program_not_found(
+    fake_host: FakeHost, tmp_path: Path, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        'failed to create containerd task: failed to start shim: exec: "nvidia-container-runtime": executable file '
+        "not found in $PATH: unknown"
+    )
+    status, report = why(capsys, containerd_node(fake_host, CONTAINERD_V2 + CONTAINERD_NVIDIA), text)
+    assert status == 0
+    assert signature_and_verdicts(report) == (
+        ["executable-not-found"],
+        {"CTD111": True, "CRO103": False, "HKD101": False, "HKD107": False},
+    )
+    installed = containerd_node(FakeHost(tmp_path / "installed"), CONTAINERD_V2 + CONTAINERD_NVIDIA)
+    installed.executable("/usr/bin/nvidia-container-runtime")
+    status, report = why(capsys, installed, text)
+    assert status == 1 and verdicts(report) == {"CTD111": False, "CRO103": False, "HKD101": False, "HKD107": False}
+
+
+def test_containerd_config_versions(
+    fake_host: FakeHost, tmp_path: Path, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refused = "containerd: failed to load TOML from /etc/containerd/config.toml: unsupported config version `5`"
+    five = CONTAINERD_V2.replace("version = 2", "version = 5")
+    status, report = why(capsys, containerd_node(fake_host, five), refused)
+    assert status == 0
+    assert signature_and_verdicts(report) == (["containerd-config-version"], {"CTD002": True, "CTD117": False})
+    # containerd 1.7 merges the imports first: a version 3 drop-in under a version 2 root gets the same words.
+    dropin = containerd_node(
+        FakeHost(tmp_path / "dropin"), 'imports = ["/etc/containerd/conf.d/*.toml"]\n' + CONTAINERD_V2
+    )
+    dropin.text("/etc/containerd/conf.d/99-nvidia.toml", 'version = 3\n[plugins."io.containerd.cri.v1.runtime"]\n')
+    status, report = why(capsys, dropin, refused.replace("`5`", "`3`"))
+    assert status == 0 and verdicts(report) == {"CTD002": False, "CTD117": True}
+    newer = "containerd: drop-in config version 3 higher than root config version 2"
+    status, report = why(capsys, dropin, newer)
+    assert status == 0 and signature_and_verdicts(report) == (["containerd-dropin-version"], {"CTD117": True})
+    status, report = why(capsys, containerd_node(FakeHost(tmp_path / "plain")), newer)
+    assert status == 1 and verdicts(report) == {"CTD117": False}
+    two = "expected containerd config version equal to or less than `3`, got `4`"
+    status, report = why(capsys, containerd_node(FakeHost(tmp_path / "plain2")), two)
+    assert status == 1 and [match["text"] for match in report["matches"]] == [two]
+
+
+def test_cri_o_hooks_files_that_stop_it(
+    fake_host: FakeHost, tmp_path: Path, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hooks = "/usr/share/containers/oci/hooks.d"
+    precreate = crio_node(fake_host).text(f"{hooks}/oci-nvidia-hook.json", hook_file('["precreate"]'))
+    text = 'time="2026-12-01T10:00:00Z" level=fatal msg="unknown stage \\"precreate\\""'
+    status, report = why(capsys, precreate, text)
+    assert status == 0 and signature_and_verdicts(report) == (["crio-precreate-stage"], {"HKD204": True})
+    clean = crio_node(FakeHost(tmp_path / "clean")).text(f"{hooks}/oci-nvidia-hook.json", hook_file('["prestart"]'))
+    status, report = why(capsys, clean, text)
+    assert status == 1 and verdicts(report) == {"HKD204": False}
+    regexp = 'invalid annotation key "(": error parsing regexp: missing closing ): `(`'
+    broken = crio_node(FakeHost(tmp_path / "regexp"))
+    broken.text(f"{hooks}/oci-nvidia-hook.json", hook_file('["prestart"]', '{"annotations": {"(": "x"}}'))
+    status, report = why(capsys, broken, regexp)
+    assert status == 0 and signature_and_verdicts(report) == (["hooks-regexp"], {"HKD005": True})
+    status, report = why(capsys, clean, regexp)
+    assert status == 1 and verdicts(report) == {"HKD005": False}
+
+
+def test_cdi_unresolvable_on_a_containerd_node(
+    fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    containerd_node(fake_host).text("/var/run/cdi/nvidia.yaml", GPU_SPEC)
+    text = (
+        'failed to generate container "c1" spec: CDI device injection failed: unresolvable CDI devices nvidia.com/gpu=9'
+    )
+    status, report = why(capsys, fake_host, text)
+    assert status == 0 and report["matches"] == [{"signature": "cdi-unresolvable", "text": text}]
+    assert verdicts(report)["REC001"] is True
+    assert [code for code, holds in verdicts(report).items() if holds] == ["REC001"]
+    status, report = why(capsys, fake_host, text.replace("gpu=9", "gpu=0"))
+    assert status == 1 and not any(verdicts(report).values())
+
+
+def test_lost_gpu_access_and_cuda_insufficient(
+    fake_host: FakeHost, tmp_path: Path, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    host_driver(fake_host)  # /dev/nvidiactl and /dev/nvidia0 without their /dev/char links
+    for text, signature in (
+        ("Failed to initialize NVML: Unknown Error", "nvml-unknown-error"),
+        ("open /dev/nvidiactl: operation not permitted", "nvidia-node-eperm"),
+    ):
+        status, report = why(capsys, fake_host, text)
+        assert status == 0
+        assert signature_and_verdicts(report) == ([signature], {"gpu-access": False, "dev-char-links": True})
+        assert any("doctor --check gpu-access" in line for line in report["undecided"])
+    linked = host_driver(FakeHost(tmp_path / "linked"))
+    linked.symlink("/dev/char/195:255", "../nvidiactl").symlink("/dev/char/195:0", "../nvidia0")
+    status, report = why(capsys, linked, "Failed to initialize NVML: Unknown Error")
+    assert status == 1 and verdicts(report) == {"gpu-access": False, "dev-char-links": False}
+
+    cuda = "CUDA error: CUDA driver version is insufficient for CUDA runtime version"
+    status, report = why(capsys, upgraded_without_reboot(FakeHost(tmp_path / "upgraded")), cuda)
+    assert status == 0 and verdicts(report) == {"driver-versions": True, "DRV001": None}
+    status, report = why(capsys, two_gpu_node(FakeHost(tmp_path / "matching")), cuda)
+    assert status == 1 and verdicts(report) == {"driver-versions": False, "DRV001": None}
+    assert "12.4" in next(cause["summary"] for cause in report["causes"] if cause["code"] == "DRV001")

@@ -61,15 +61,29 @@ def recognise(text: str) -> list[Match]:
     """Every signature found in the text, once per distinct value of what it names."""
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Match] = {}
     for view in views(text):
-        for signature in SIGNATURES:
-            for hit in signature.pattern.finditer(view):
-                groups = {name: value for name, value in hit.groupdict().items() if value is not None}
-                key = (signature.id, tuple(sorted(groups.items())))
-                if key not in found:
-                    quoted = hit.group(0).strip()
-                    if len(quoted) > _QUOTE_LIMIT:
-                        quoted = quoted[: _QUOTE_LIMIT - 3] + "..."
-                    found[key] = Match(signature, quoted, groups)
+        hits = [(hit, signature) for signature in SIGNATURES for hit in signature.pattern.finditer(view)]
+        hits.sort(key=lambda pair: (pair[0].start(), -pair[0].end()))
+        # Per signature, the furthest end of its hits so far (and the earliest start with that end): a hit inside
+        # another signature's is part of that error's text, as runc's `error mounting "..." ...: stat PATH: no
+        # such file` holds a stat error that is not a second error.
+        reach: dict[str, tuple[int, int]] = {}
+        for hit, signature in hits:
+            inside = any(
+                end > hit.end() or (end == hit.end() and start < hit.start())
+                for other, (end, start) in reach.items()
+                if other != signature.id
+            )
+            if hit.end() > reach.get(signature.id, (-1, 0))[0]:
+                reach[signature.id] = (hit.end(), hit.start())
+            if inside:
+                continue
+            groups = {name: value for name, value in hit.groupdict().items() if value is not None}
+            key = (signature.id, tuple(sorted(groups.items())))
+            if key not in found:
+                quoted = hit.group(0).strip()
+                if len(quoted) > _QUOTE_LIMIT:
+                    quoted = quoted[: _QUOTE_LIMIT - 3] + "..."
+                found[key] = Match(signature, quoted, groups)
     order = {signature.id: index for index, signature in enumerate(SIGNATURES)}
     return sorted(found.values(), key=lambda match: order[match.signature.id])
 

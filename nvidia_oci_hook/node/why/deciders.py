@@ -7,8 +7,6 @@ from typing import Callable, Optional
 
 from nvidia_oci_hook.node.why.causes import Cause, Node, from_check, from_rule, path_missing
 
-Groups = "dict[str, str]"
-
 
 def device_path_exists(node: Node, groups: dict[str, str]) -> list[Cause]:
     return [from_check(node, "stray-device-nodes"), from_rule(node, "NODE002")]
@@ -215,17 +213,72 @@ def unsupported_capabilities(node: Node, groups: dict[str, str]) -> list[Cause]:
     ]
 
 
-def from_rule_decider(code: str) -> Callable[[Node, dict[str, str]], list[Cause]]:
+def from_rule_decider(*codes: str) -> Callable[[Node, dict[str, str]], list[Cause]]:
     def decide(node: Node, groups: dict[str, str]) -> list[Cause]:
-        return [from_rule(node, code)]
+        return [from_rule(node, code) for code in codes]
 
     return decide
+
+
+# What registers a handler, and what else makes an engine lose one it was given.
+_HANDLER_FIX = {
+    "crio": "add a [crio.runtime.runtimes.{name}] table to cri-o's configuration (nvidia-oci-hook configure crio "
+    "registers 'nvidia') and restart cri-o, or set the RuntimeClass's handler to one of: {known}",
+    "containerd": 'add a [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{name}] table to containerd\'s '
+    "configuration (nvidia-oci-hook configure containerd registers 'nvidia') and restart containerd, or set the "
+    "RuntimeClass's handler to one of: {known}",
+}
+
+
+def runtime_handler_missing(engine: str) -> Callable[[Node, dict[str, str]], list[Cause]]:
+    """The pod's RuntimeClass names a handler the engine does not have: not in its configuration, or dropped."""
+
+    def decide(node: Node, groups: dict[str, str]) -> list[Cause]:
+        from nvidia_oci_hook.kinds.cdi.releases import ENGINE_NAMES
+        from nvidia_oci_hook.node.engines import handler_list, runtime_handlers
+
+        name, label = groups["handler"], ENGINE_NAMES[engine]
+        handlers = runtime_handlers(node.host).get(engine)
+        if handlers is None:
+            listed = Cause("engines", None, f"no {label} configuration on this node: its runtime handlers are unknown")
+        else:
+            known = ", ".join(handlers)
+            evidence = [f"{label} runtime handlers: {handler_list(handlers)}"]
+            if name in handlers:
+                listed = Cause("engines", False, f"{label}'s configuration defines {name} ({handlers[name]})", evidence)
+            else:
+                fix = _HANDLER_FIX[engine].format(name=name, known=known)
+                summary = f"{label}'s configuration defines no runtime handler {name}"
+                listed = Cause("engines", True, summary, evidence, fix)
+        if engine == "crio":
+            # cri-o drops a handler whose program is missing or whose table it refuses, with a warning in its log.
+            return [listed] + [from_rule(node, code, f'runtime "{name}"') for code in ("CRO103", "CRO109")]
+        # A version 3 drop-in under a version 2 root makes containerd 2.0 to 2.2 ignore the root's runtimes.
+        return [listed, from_rule(node, "CTD117")]
+
+    return decide
+
+
+def runtime_handler_undecided(groups: dict[str, str]) -> list[str]:
+    return [
+        "whether the engine was restarted since the handler was added: cri-o and containerd read their runtime "
+        "handlers only at start (systemctl restart crio, or containerd)",
+    ]
 
 
 def program_missing(node: Node, groups: dict[str, str]) -> list[Cause]:
     name = groups["name"]
     about = name.rsplit("/", 1)[-1]
-    return [from_rule(node, code, about) for code in ("CRO103", "CTD111", "HKD101")]
+    # HKD107: a hook whose env has no PATH finds nothing it runs by name (NVIDIA's hook: nvidia-container-cli).
+    return [from_rule(node, code, about) for code in ("CRO103", "CTD111", "HKD101")] + [from_rule(node, "HKD107")]
+
+
+def program_missing_undecided(groups: dict[str, str]) -> list[str]:
+    name = groups["name"]
+    return [
+        f"whether {name} is installed where its caller looks: `command -v {name}` on the node, in the caller's "
+        "environment (NVIDIA's hook runs nvidia-container-cli, from libnvidia-container-tools, by name)",
+    ]
 
 
 _OUR_REASON = re.compile(

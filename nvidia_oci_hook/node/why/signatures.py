@@ -35,7 +35,7 @@ SIGNATURES = (
     Signature(
         "crio-device-path-exists",
         "cri-o refuses a privileged container whose device's container path exists on the host (seed 003)",
-        "cri-o v1.37.0 internal/factory/container/device_linux.go, specAddContainerConfigDevices",
+        "cri-o release-1.37 internal/factory/container/device_linux.go, specAddContainerConfigDevices",
         re.compile(r"privileged container was configured with a device container path that already exists on the host"),
         deciders.device_path_exists,
         deciders.device_path_exists_undecided,
@@ -43,28 +43,43 @@ SIGNATURES = (
     Signature(
         "device-host-path-missing",
         "the engine cannot find a device's host path while it generates the spec (seed 000)",
-        "containerd v1.7.24 pkg/cri/opts/spec_linux_opts.go and v2.1.x internal/cri/opts/spec_linux_opts.go, "
-        "WithDevices (the lstat of oci.DeviceFromPath, wrapped in 'failed to generate container %q spec')",
-        re.compile(r"\blstat " + _PATH + r": no such file or directory"),
+        "containerd v1.7.27 pkg/cri/opts/spec_linux_opts.go and v2.1.4 internal/cri/opts/spec_linux_opts.go, "
+        "WithDevices: the os.Lstat error of pkg/os/os_unix.go ResolveSymbolicLink, wrapped in 'failed to generate "
+        "spec: %w' and 'failed to generate container %q spec: %w' (v1.7.27 pkg/cri/server/container_create.go, "
+        "v2.1.4 internal/cri/server/container_create.go); podman 4.3 pkg/specgen/generate/config_linux.go "
+        "DevicesFromPath, the os.Stat error of a --device path, unwrapped ('Error: stat %s: ...')",
+        re.compile(r"\bl?stat " + _PATH + r": no such file or directory"),
         deciders.host_path_missing("CRI002", "the device's host path"),
         deciders.host_path_missing_undecided,
     ),
     Signature(
         "mount-source-missing",
         "runc cannot bind-mount a source that does not exist",
-        "runc v1.1.5 libcontainer/rootfs_linux.go, mountToRootfs ('error mounting %q to rootfs at %q: %w')",
+        "runc v1.1.0 to v1.1.15 libcontainer/rootfs_linux.go, prepareRootfs ('error mounting %q to rootfs at %q: %w')",
         re.compile(
             r"error mounting \"(?P<path>/[^\"]+)\" to rootfs at \"(?P<target>[^\"]*)\"[^\"]*?no such file or directory"
         ),
         deciders.host_path_missing("HOST003", "the mount's source"),
     ),
     Signature(
+        "crun-mount-source-missing",
+        "crun cannot stat a bind mount's source that does not exist",
+        "crun 1.8.1 src/libcrun/utils.c crun_dir_p_at ('error stat'ing file `%s`'), which src/libcrun/linux.c "
+        "calls on a bind mount's source to tell a directory from a file",
+        re.compile(r"error stat'ing file `" + _PATH + r"`: No such file or directory"),
+        deciders.host_path_missing("HOST003", "the mount's source"),
+    ),
+    Signature(
         "cdi-unresolvable",
         "the CDI cache cannot resolve a requested device",
-        "container-device-interface v0.8.1 and v1.0.1 pkg/cdi/cache.go, InjectDevices ('unresolvable CDI devices %s'); "
-        "cri-o v1.37.0 wraps it in 'CDI device injection failed', containerd in 'failed to inject CDI devices'",
+        "container-device-interface v0.6.0 to v1.0.1 pkg/cdi/cache.go, (*Cache).InjectDevices ('unresolvable CDI "
+        "devices %s'); both engines wrap it in 'CDI device injection failed: %w': cri-o release-1.37 "
+        "internal/factory/container/device_linux.go SpecInjectCDIDevices, containerd v1.7.27 pkg/cri/opts/"
+        "spec_linux.go WithCDI (inside 'failed to generate container %q spec') and v2.1.4 pkg/cdi/oci_opt.go "
+        "WithCDIDevices (inside 'failed to create containerd container')",
         re.compile(
-            r"(?:(?P<crio>CDI device injection failed: )|(?P<containerd>failed to inject CDI devices: ))?"
+            r"(?:(?P<containerd>failed to (?:generate container \"[^\"]*\" spec|create containerd container): )?"
+            r"CDI device injection failed: )?"
             r"unresolvable CDI devices (?P<names>[\w./-]+=[\w.:-]+(?:, ?[\w./-]+=[\w.:-]+)*)"
         ),
         deciders.cdi_unresolvable,
@@ -72,7 +87,8 @@ SIGNATURES = (
     Signature(
         "nvml-unknown-error",
         "NVML fails inside a running container: the container lost access to its GPUs",
-        "NVIDIA nvidia-smi ('Failed to initialize NVML: %s' with nvmlErrorString(NVML_ERROR_UNKNOWN))",
+        "NVML's nvmlInit failing with NVML_ERROR_UNKNOWN (999), as nvidia-smi and NVML's callers print it "
+        "('Failed to initialize NVML: %s' with nvmlErrorString); both closed source, the text as printed",
         re.compile(r"Failed to initialize NVML: Unknown Error"),
         deciders.lost_device_access,
         deciders.lost_device_access_undecided,
@@ -80,7 +96,8 @@ SIGNATURES = (
     Signature(
         "nvidia-node-eperm",
         "opening an NVIDIA device node inside a container is refused by its device cgroup",
-        "the open(2) of /dev/nvidia* in NVML or CUDA: EPERM from the device cgroup",
+        "the open(2) of /dev/nvidia* in NVML or CUDA, refused with EPERM by the device cgroup (as reported in "
+        "NVIDIA/nvidia-container-toolkit issues #251 and #1227)",
         re.compile(r"open (?P<path>/dev/nvidia(?:ctl|-uvm(?:-tools)?|\d+)): operation not permitted"),
         deciders.lost_device_access,
         deciders.lost_device_access_undecided,
@@ -88,23 +105,25 @@ SIGNATURES = (
     Signature(
         "driver-library-mismatch",
         "the loaded kernel module and the driver's libraries are different versions",
-        "NVML nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH) 'Driver/library version mismatch'; "
-        "libnvidia-container v1.17 src/cli (nvidia-container-cli: 'initialization error: nvml error: %s')",
+        "NVML nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH, 18) 'Driver/library version mismatch' (closed "
+        "source); libnvidia-container before 1.17 (commit 63d366e) src/cli/configure.c configure_command "
+        "('initialization error: %s') around src/driver.c call_nvml ('nvml error: %s')",
         re.compile(r"(?i:driver/library version mismatch)"),
         deciders.driver_mismatch,
     ),
     Signature(
         "requirement-unsatisfied",
         "nvidia-container-cli refuses a container whose NVIDIA_REQUIRE_* the driver does not meet",
-        "libnvidia-container v1.17 src/cli/common.c, check_requirements "
-        "('unsatisfied condition: %s, please update your driver to a newer version, or use an earlier cuda container')",
+        "libnvidia-container (commit 63d366e) src/cli/dsl.c dsl_evaluate ('unsatisfied condition: %s, please "
+        "update your driver to a newer version, or use an earlier cuda container'), inside src/cli/configure.c "
+        "configure_command ('requirement error: %s')",
         re.compile(r"requirement error: unsatisfied condition: (?P<condition>[^,]+?)(?:, please update|\s*$)"),
         deciders.requirement_unsatisfied,
     ),
     Signature(
         "cuda-driver-insufficient",
         "the CUDA runtime in the image is newer than what the node's driver supports",
-        "CUDA runtime cudaGetErrorString(cudaErrorInsufficientDriver)",
+        "the CUDA runtime's cudaGetErrorString(cudaErrorInsufficientDriver, 35), closed source, the text as printed",
         re.compile(r"CUDA driver version is insufficient for CUDA runtime version"),
         deciders.cuda_insufficient,
         deciders.cuda_insufficient_undecided,
@@ -112,54 +131,84 @@ SIGNATURES = (
     Signature(
         "unknown-device",
         "nvidia-container-cli cannot find a device NVIDIA_VISIBLE_DEVICES names",
-        "libnvidia-container v1.17 src/cli/common.c, select_devices ('device error: %s: unknown device')",
+        "libnvidia-container (commit 63d366e) src/cli/common.c select_devices ('unknown device'), inside "
+        "src/cli/configure.c configure_command ('device error: %s')",
         re.compile(r"device error: (?P<device>[^\s:]+): unknown device"),
         deciders.unknown_device,
     ),
     Signature(
         "unsupported-capabilities",
         "NVIDIA's hook refuses an NVIDIA_DRIVER_CAPABILITIES it does not know",
-        "nvidia-container-toolkit v1.20.0 cmd/nvidia-container-runtime-hook/container_config.go "
-        "('unsupported capabilities found in '%v' (allowed '%v')')",
+        "nvidia-container-toolkit v1.17.8, v1.18.0 and v1.20.0 cmd/nvidia-container-runtime-hook/"
+        "container_config.go getDriverCapabilities ('unsupported capabilities found in '%v' (allowed '%v')')",
         re.compile(r"unsupported capabilities found in '(?P<requested>[^']*)'"),
         deciders.unsupported_capabilities,
     ),
     Signature(
         "crio-precreate-stage",
         "cri-o will not start: a hooks.d file in its hooks directory names the precreate stage",
-        "containers/common v0.64 pkg/hooks/1.0.0/hook.go, Validate ('unknown stage %q')",
+        "containers/common v0.50.0 to v0.64.1 pkg/hooks/1.0.0/hook.go, (*Hook).Validate ('unknown stage %q'), "
+        "which cri-o calls on every file of its hooks directories at start",
         re.compile(r"unknown stage \"precreate\""),
         deciders.from_rule_decider("HKD204"),
     ),
     Signature(
         "hooks-regexp",
         "a hooks.d file's when-regexp does not compile",
-        "containers/common v0.64 pkg/hooks/1.0.0/hook.go, Validate (regexp.Compile: 'error parsing regexp: ...')",
+        "containers/common v0.50.0 to v0.64.1 pkg/hooks/1.0.0/hook.go, (*Hook).Validate, which compiles each "
+        "when-regexp and wraps the error ('invalid annotation key %q: %w'); 'error parsing regexp' is Go's "
+        "regexp/syntax",
         re.compile(r"error parsing regexp: [^\n]*"),
         deciders.from_rule_decider("HKD005"),
     ),
     Signature(
         "containerd-config-version",
         "containerd refuses its configuration's version",
-        "containerd v1.7.24 services/server/config/config.go, ValidateVersion ('expected version value to be 2 or "
-        "1, got %d'); v2.1 cmd/containerd/server/config/config.go ('unsupported config version')",
-        re.compile(r"unsupported config version(?:: ?\d+)?|expected version value to be [^\n]*?, got -?\d+"),
-        deciders.from_rule_decider("CTD002"),
+        "containerd v1.7.27 services/server/config/config.go ValidateV2 ('unsupported config version `%d`', "
+        "after every import is merged: a version 3 drop-in under a version 2 root says so too); v2.1.4 "
+        "cmd/containerd/server/config/config.go ValidateVersion ('expected containerd config version equal to or "
+        "less than `%d`, got `%d`'), inside 'failed to load TOML from %s: %w'",
+        re.compile(
+            r"unsupported config version `-?\d+`"
+            r"|expected containerd config version equal to or less than `\d+`, got `-?\d+`"
+        ),
+        deciders.from_rule_decider("CTD002", "CTD117"),
     ),
     Signature(
         "containerd-dropin-version",
         "a containerd drop-in has a higher config version than the root file",
-        "containerd v2.1 cmd/containerd/server/config/config.go, LoadConfig "
-        "('failed to load config %s: version %d is higher than root config version %d'",
-        re.compile(r"version \d+ (?:is )?higher than (?:the )?root config version \d+"),
+        "containerd v2.3 cmd/containerd/server/config/config.go, LoadConfigWithPlugins ('drop-in config version "
+        "%d higher than root config version %d'); earlier releases have no such check",
+        re.compile(r"drop-in config version \d+ higher than root config version \d+"),
         deciders.from_rule_decider("CTD117"),
+    ),
+    Signature(
+        "crio-runtime-handler-unknown",
+        "cri-o has no runtime handler of the name the pod's RuntimeClass gives",
+        "cri-o release-1.37 internal/oci/oci.go, ValidateRuntimeHandler ('failed to find runtime handler %s from "
+        "runtime list %v')",
+        re.compile(r"failed to find runtime handler (?P<handler>[^\s\\\"]+) from runtime list"),
+        deciders.runtime_handler_missing("crio"),
+        deciders.runtime_handler_undecided,
+    ),
+    Signature(
+        "containerd-runtime-handler-unknown",
+        "containerd has no runtime of the name the pod's RuntimeClass gives",
+        "containerd v1.7.27 pkg/cri/server/sandbox_run.go getSandboxRuntime and v2.1.4 internal/cri/config/"
+        "config.go GetSandboxRuntime ('no runtime for %q is configured')",
+        re.compile(r"no runtime for \"(?P<handler>[^\"\\]+)\" is configured"),
+        deciders.runtime_handler_missing("containerd"),
+        deciders.runtime_handler_undecided,
     ),
     Signature(
         "executable-not-found",
         "a runtime or hook program is not where the engine looks for it",
-        "Go os/exec ErrNotFound ('executable file not found in $PATH'), as exec.LookPath wraps it ('exec: %q: %v')",
+        "Go os/exec LookPath's ErrNotFound ('exec: %q: executable file not found in $PATH'), as containerd v1.7 "
+        "runtime/v1/shim/client WithStart ('failed to start shim: %w') and cri-o pkg/config/config.go "
+        "ValidateRuntimePath ('invalid runtime_path for runtime '%s': %w') report it",
         re.compile(r"exec: \"(?P<name>[^\"]+)\": executable file not found in \$PATH"),
         deciders.program_missing,
+        deciders.program_missing_undecided,
     ),
     Signature(
         "nvidia-oci-hook-refusal",

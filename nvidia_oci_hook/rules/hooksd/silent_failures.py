@@ -217,8 +217,10 @@ def hook_timeout_too_small(value: Any, context: Context) -> Iterator[Problem]:
     `hook.timeout`, when set, is at least 1 (seconds). The loader does not check it.
 
     ## Why it matters
-    runc (1.1, measured under podman 4.3) kills the hook at once and fails every container the hook matches:
-    `error running hook #0: hook ran past specified timeout of 0.0s`.
+    runc (1.1, measured under podman 4.3) arms the hook's timer for zero seconds, kills the hook when it fires and
+    fails the container: `error running hook #0: hook ran past specified timeout of 0.0s`. Only a hook that exits
+    before runc looks at the timer (a `/bin/true`, now and then, on a loaded node) escapes, so a real hook fails
+    every container it matches.
 
     ## Example
     `"hook": {"path": "/usr/bin/nvidia-ctk", "timeout": 0}`
