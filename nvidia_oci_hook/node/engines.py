@@ -69,31 +69,38 @@ def dig(value: Any, *keys: str) -> Any:
     return value
 
 
-def crio_files(host: HostView) -> list[str]:
-    """cri-o's configuration files in effect (node paths), in the order it reads them: crio.conf, then its
-    drop-ins by name (later ones win)."""
-    chosen = find_locations(host, versions=False).crio
+def crio_config_files(host: HostView, by_hand: Optional[ByHand] = None) -> tuple[HostView, list[str]]:
+    """cri-o's configuration files in effect, in the order it reads them: crio.conf, then its drop-ins by name
+    (later ones win); with where they are read: the node, or this machine for the files by_hand names."""
+    chosen = find_locations(host, by_hand, versions=False).crio
     main, directory = (chosen.path, chosen.directory or CRIO_DROPINS) if chosen else (CRIO_MAIN, CRIO_DROPINS)
-    drop_ins = [name for name in sorted(host.list_dir(directory)) if not name.startswith(".")]
-    return [main] + [posixpath.join(directory, name) for name in drop_ins]
+    view = view_of(host, chosen) if chosen else host
+    drop_ins = [name for name in sorted(view.list_dir(directory)) if not name.startswith(".")]
+    return view, [main] + [posixpath.join(directory, name) for name in drop_ins]
 
 
-def containerd_in_effect(host: HostView) -> Optional[dict[str, Any]]:
-    """containerd's configuration in effect (a running daemon's, the distribution's, the default file), its
-    drop-ins merged; None where there is none."""
+def crio_files(host: HostView) -> list[str]:
+    """crio_config_files' node paths."""
+    return crio_config_files(host)[1]
+
+
+def containerd_in_effect(host: HostView, by_hand: Optional[ByHand] = None) -> Optional[dict[str, Any]]:
+    """containerd's configuration in effect (named by hand, a running daemon's, the distribution's, the default
+    file), its drop-ins merged; None where there is none."""
     from nvidia_oci_hook.kinds.containerd.reading import effective_config, read_containerd_config
     from nvidia_oci_hook.lint import LintOptions, load_file
 
-    chosen = find_locations(host, versions=False).containerd
+    chosen = find_locations(host, by_hand, versions=False).containerd
     path = chosen.path if chosen else CONTAINERD_CONFIG
-    if not host.exists(path):
+    view = view_of(host, chosen) if chosen else host
+    if not view.exists(path):
         return None
     options = LintOptions(host_root=host.root)
-    collection = read_containerd_config(path, lambda file, kind: load_file(file, kind, options, host), host)
+    collection = read_containerd_config(path, lambda file, kind: load_file(file, kind, options, view), view)
     return effective_config(collection, _series(None, collection.root_version))
 
 
-def runtime_handlers(host: HostView) -> dict[str, dict[str, str]]:
+def runtime_handlers(host: HostView, by_hand: Optional[ByHand] = None) -> dict[str, dict[str, str]]:
     """engine -> {runtime handler: its program} as each engine's configuration in effect defines them, for the
     engines configured on the node: cri-o's files over its built-in crun, containerd's runtimes over its
     built-in runc. The name a RuntimeClass's handler must match."""
@@ -102,7 +109,8 @@ def runtime_handlers(host: HostView) -> dict[str, dict[str, str]]:
     from nvidia_oci_hook.node.reload_risk import read_toml
 
     found: dict[str, dict[str, str]] = {}
-    files = [(path, read_toml(host, path)) for path in crio_files(host)]
+    view, paths = crio_config_files(host, by_hand)
+    files = [(path, read_toml(view, path)) for path in paths]
     present = [(path, value, True) for path, value in files if value is not None]
     if present:
         handlers = {}
@@ -110,7 +118,7 @@ def runtime_handlers(host: HostView) -> dict[str, dict[str, str]]:
             path = table.get("runtime_path")
             handlers[name] = path if isinstance(path, str) and path else name
         found["crio"] = handlers
-    containerd = containerd_in_effect(host)
+    containerd = containerd_in_effect(host, by_hand)
     if containerd is not None:
         handlers = {"runc": "io.containerd.runc.v2"}
         for runtime in ContainerdConfig(containerd).runtimes():

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from nvidia_oci_hook.cli import main
 from tests.containerd.real import CANDIDATES
 from tests.e2e.cri import (
     BUSYBOX_IMAGE,
@@ -194,6 +195,32 @@ def test_containerd_16_ignores_enable_cdi(
     assert refused.failed_step == "CreateContainer", refused
     assert refused.error and refused.error.endswith("unresolvable CDI devices nvoh.example/gpu=9"), refused.error
     assert run_pod_container(containerd16, command=["true"], annotations=unknown).exit_code == 0
+
+
+def why(capsys: pytest.CaptureFixture[str], daemon: CRIDaemon, text: str) -> tuple[int, dict[str, Any]]:
+    """`why` on containerd's own error, with the configuration the daemon runs on named by hand."""
+    capsys.readouterr()
+    status = main(["why", "--containerd-config", str(daemon.workdir / "config.toml"), "--format", "json", text])
+    return status, json.loads(capsys.readouterr().out)
+
+
+def test_containerd_17s_errors_explained_by_why(containerd17: CRIDaemon, capsys: pytest.CaptureFixture[str]) -> None:
+    # A RuntimeClass handler containerd has no runtime for: refused at RunPodSandbox.
+    refused = run_pod_container(containerd17, command=["true"], runtime_handler="nvidia")
+    assert refused.failed_step == "RunPodSandbox" and refused.error, refused
+    assert 'no runtime for "nvidia" is configured' in refused.error, refused.error
+    status, report = why(capsys, containerd17, refused.error)
+    assert [match["signature"] for match in report["matches"]] == ["containerd-runtime-handler-unknown"], report
+    verdict = {cause["code"]: cause["holds"] for cause in report["causes"]}
+    assert status == 0 and verdict == {"engines": True, "CTD117": False}, report
+    handlers = report["causes"][0]["evidence"][0]
+    assert handlers.startswith("containerd runtime handlers: ") and "runc (" in handlers, handlers
+    # A CDI device no spec in its directory defines: the one reason is REC001's.
+    unknown = run_pod_container(containerd17, command=["true"], annotations={"cdi.k8s.io/x": "nvoh.example/gpu=9"})
+    assert unknown.failed_step == "CreateContainer" and unknown.error, unknown
+    status, report = why(capsys, containerd17, unknown.error)
+    assert [match["signature"] for match in report["matches"]] == ["cdi-unresolvable"], report
+    assert status == 0 and [cause["code"] for cause in report["causes"] if cause["holds"]] == ["REC001"], report
 
 
 @pytest.mark.parametrize("client", ["connected", "broken"])

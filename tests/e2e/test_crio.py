@@ -363,6 +363,45 @@ def test_precreate_in_crios_hooks_dir_stops_it_and_lint_node_says_hkd204(
     assert status == 0 and not [f for entry in json.loads(out)["files"] for f in entry["findings"]], out
 
 
+def test_a_pod_asking_for_a_handler_cri_o_dropped(
+    crio: CrioDaemon, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cri-o drops a handler whose runtime_path is missing at start; a pod whose RuntimeClass names it fails."""
+    refused = run_pod_container(crio, command=["true"], runtime_handler="nvidia")
+    assert refused.failed_step == "RunPodSandbox", refused
+    assert "failed to find runtime handler nvidia from runtime list" in (refused.error or ""), refused
+    args = ["why", "--crio-config", str(crio.config), "--crio-config-dir", str(crio.config_dir), "--format", "json"]
+    status, out = cli(capsys, *args, refused.error or "")
+    report = json.loads(out)
+    assert [match["signature"] for match in report["matches"]] == ["crio-runtime-handler-unknown"], report
+    verdict = {cause["code"]: cause["holds"] for cause in report["causes"]}
+    assert status == 0 and verdict == {"engines": True, "CRO103": False, "CRO109": False}, report
+    # The handlers why lists are those the daemon has: its log names each one it loaded.
+    (listed,) = report["causes"][0]["evidence"]
+    for name in crio_handlers(crio):
+        assert f"{name} (" in listed, (listed, name)
+
+    # A drop-in that gives cri-o an nvidia handler whose program is gone: the handler is defined, and dropped.
+    dropin = workdir / "handler-dropin"
+    dropin.mkdir()
+    shutil.copy(crio.config, dropin / "crio.conf")
+    (dropin / "99-nvidia.conf").write_text(
+        '[crio.runtime.runtimes.nvidia]\nruntime_path = "/nonexistent/nvidia-oci-hook-runtime"\n'
+    )
+    args = ["why", "--crio-config", str(dropin / "crio.conf"), "--crio-config-dir", str(dropin), "--format", "json"]
+    status, out = cli(capsys, *args, refused.error or "")
+    verdict = {cause["code"]: cause["holds"] for cause in json.loads(out)["causes"]}
+    assert status == 0 and verdict == {"engines": False, "CRO103": True, "CRO109": False}, out
+
+
+def crio_handlers(daemon: CrioDaemon) -> list[str]:
+    """The runtime handlers in cri-o's configuration, as the test wrote it."""
+    from nvidia_oci_hook.formats.tomltext import parse_toml
+
+    value = parse_toml(daemon.config.read_bytes()).value
+    return sorted(value["crio"]["runtime"]["runtimes"])
+
+
 # --- CDI ---
 
 PROBE_CDI = ["sh", "-c", "echo env=$GPU_FROM_CDI; stat -c %t:%T /dev/nvidia0 /dev/nvidiactl"]

@@ -75,13 +75,20 @@ CDI_REASON_CODES = {
 }
 
 
+def _engine_named_by_hand(node: Node) -> Optional[str]:
+    """Both engines wrap the CDI error alike: the engine whose configuration the user named is the one asked."""
+    crio = bool(node.by_hand.crio_config or node.by_hand.crio_config_dir)
+    containerd = bool(node.by_hand.containerd_config)
+    return "crio" if crio and not containerd else "containerd" if containerd and not crio else None
+
+
 def cdi_unresolvable(node: Node, groups: dict[str, str]) -> list[Cause]:
     from nvidia_oci_hook.engine.cdi_reasons import REASONS
     from nvidia_oci_hook.node import cdi_resolve
 
     names = [name.strip() for name in groups["names"].split(",") if name.strip()]
     try:
-        engine = "crio" if "crio" in groups else "containerd" if "containerd" in groups else None
+        engine = "containerd" if "containerd" in groups else _engine_named_by_hand(node)
         results = cdi_resolve.resolve(node.host, node.load(), names, engine, by_hand=node.by_hand)
     except (cdi_resolve.NoEngine, cdi_resolve.UnknownRelease) as exc:
         return [Cause(code, None, f"{REASONS[reason][0]}: {exc}") for reason, code in CDI_REASON_CODES.items()]
@@ -238,7 +245,7 @@ def runtime_handler_missing(engine: str) -> Callable[[Node, dict[str, str]], lis
         from nvidia_oci_hook.node.engines import handler_list, runtime_handlers
 
         name, label = groups["handler"], ENGINE_NAMES[engine]
-        handlers = runtime_handlers(node.host).get(engine)
+        handlers = runtime_handlers(node.host, node.by_hand).get(engine)
         if handlers is None:
             listed = Cause("engines", None, f"no {label} configuration on this node: its runtime handlers are unknown")
         else:
