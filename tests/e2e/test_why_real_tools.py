@@ -1,9 +1,10 @@
 """`why` on what the real tools print, each made to fail here the way it fails on a GPU node: runc and crun on a
 bind mount whose source is missing, podman on a missing --device and a hooks.d file whose regexp does not
-compile, containerd 1.7 and 2.1 on config versions they refuse, and NVIDIA's hook 1.20 (../shared/peers/bin) on an
-unknown capability and a missing nvidia-container-cli. Each text goes to `why` on a fake node where its cause
-holds and on one where it does not. cri-o's and containerd's CRI errors are fed to `why` where their daemons run
-(tests/e2e/test_crio.py, tests/e2e/test_cri_harness.py)."""
+compile, containerd 1.7 and 2.1 on config versions they refuse, NVIDIA's hook 1.20 (../shared/peers/bin) on an
+unknown capability and a missing nvidia-container-cli, and NVIDIA's runtime 1.20 in cdi mode on a device no spec
+defines. Each text goes to `why` on a fake node where its cause holds and on one where it does not. cri-o's and
+containerd's CRI errors are fed to `why` where their daemons run (tests/e2e/test_crio.py,
+tests/e2e/test_cri_harness.py)."""
 
 from __future__ import annotations
 
@@ -226,3 +227,59 @@ def test_nvidias_hook_on_capabilities_and_its_cli(tmp_path: Path, capsys: pytest
     node.text("/usr/share/containers/oci/hooks.d/oci-nvidia-hook.json", json.dumps(hook))
     status, report = why(capsys, node, known)
     assert status == 0 and [code for code, holds in verdicts(report).items() if holds] == ["HKD107"], report
+
+
+RUNTIME = PEERS / "nvidia-container-runtime"
+
+
+def gpu_spec(name: str) -> str:
+    return (
+        f'cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: "{name}"\n'
+        "  containerEdits:\n    env: [GPU_FROM_CDI=1]\n"
+    )
+
+
+def test_nvidias_runtime_on_an_unresolvable_cdi_device(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not RUNTIME.is_file():
+        pytest.skip(f"no NVIDIA runtime at {RUNTIME} (../shared/peers is absent)")
+    specs = tmp_path / "cdi"
+    specs.mkdir()
+    (specs / "nvidia.yaml").write_text(gpu_spec("0"))
+    log = tmp_path / "runtime.log"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "[nvidia-container-runtime]\n"
+        f'debug = "{log}"\nlog-level = "info"\nmode = "cdi"\nruntimes = ["runc"]\n'
+        f'[nvidia-container-runtime.modes.cdi]\nspec-dirs = ["{specs}"]\n'
+    )
+    bundle = tmp_path / "bundle"
+    (bundle / "rootfs").mkdir(parents=True)
+    spec = {
+        "ociVersion": "1.0.2",
+        "process": {"env": ["PATH=/bin"], "args": ["true"], "cwd": "/", "user": {"uid": 0, "gid": 0}},
+        "root": {"path": "rootfs"},
+        "annotations": {"cdi.k8s.io/gpu": "nvidia.com/gpu=9"},
+        "linux": {"namespaces": [{"type": "mount"}]},
+    }
+    (bundle / "config.json").write_text(json.dumps(spec))
+    ran = subprocess.run(
+        [str(RUNTIME), "--root", str(tmp_path / "state"), "create", "--bundle", str(bundle), "why-nvidia"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NVIDIA_CTK_CONFIG_FILE_PATH": str(config)},
+        check=False,
+    )
+    said = ran.stdout + ran.stderr
+    assert ran.returncode != 0 and "unresolvable CDI devices nvidia.com/gpu=9" in said, said
+
+    node = containerd_node(FakeHost(tmp_path / "node"), CONTAINERD_V2, "1.7.24~ds1-6")
+    node.text("/var/run/cdi/nvidia.yaml", gpu_spec("0"))
+    status, report = why(capsys, node, said)
+    assert status == 0 and signatures(report) == ["cdi-unresolvable"], (said, report)
+    assert [code for code, holds in verdicts(report).items() if holds] == ["REC001"], report
+    assert any("spec-dirs" in line for line in report["undecided"]), report
+    defined = containerd_node(FakeHost(tmp_path / "defined"), CONTAINERD_V2, "1.7.24~ds1-6")
+    defined.text("/var/run/cdi/nvidia.yaml", gpu_spec("9"))
+    status, report = why(capsys, defined, said)
+    assert status == 1 and not any(verdicts(report).values()), report

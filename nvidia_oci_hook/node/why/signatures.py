@@ -76,13 +76,16 @@ SIGNATURES = (
         "devices %s'); both engines wrap it in 'CDI device injection failed: %w': cri-o release-1.37 "
         "internal/factory/container/device_linux.go SpecInjectCDIDevices, containerd v1.7.27 pkg/cri/opts/"
         "spec_linux.go WithCDI (inside 'failed to generate container %q spec') and v2.1.4 pkg/cdi/oci_opt.go "
-        "WithCDIDevices (inside 'failed to create containerd container')",
+        "WithCDIDevices (inside 'failed to create containerd container'); NVIDIA's nvidia-container-runtime in cdi "
+        "mode wraps it in 'failed to inject CDI devices: %v' (nvidia-container-toolkit v1.20.0 "
+        "internal/modifier/cdi.go)",
         re.compile(
-            r"(?:(?P<containerd>failed to (?:generate container \"[^\"]*\" spec|create containerd container): )?"
-            r"CDI device injection failed: )?"
+            r"(?:(?:(?P<containerd>failed to (?:generate container \"[^\"]*\" spec|create containerd container): )?"
+            r"CDI device injection failed: )|(?P<nvidia>failed to inject CDI devices: ))?"
             r"unresolvable CDI devices (?P<names>[\w./-]+=[\w.:-]+(?:, ?[\w./-]+=[\w.:-]+)*)"
         ),
         deciders.cdi_unresolvable,
+        deciders.cdi_unresolvable_undecided,
     ),
     Signature(
         "nvml-unknown-error",
