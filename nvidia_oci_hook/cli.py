@@ -160,7 +160,8 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     "engines",
     multiple=True,
     metavar="NAME=VERSION",
-    help="Judge CDI specs with the CDI library this engine release vendors: crio, containerd or podman (repeatable).",
+    help="Judge CDI specs with the CDI library this engine release vendors: crio, containerd or podman (repeatable); "
+    "containerd=VERSION also judges containerd configurations as that release reads them.",
 )
 @_engine_config_options
 @click.pass_context
@@ -190,6 +191,7 @@ def lint(
     hooks directory, crio.conf.d). Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage or read
     error.
     """
+    from nvidia_oci_hook.kinds.cdi.codes import CDI, CDI_DIRS
     from nvidia_oci_hook.lint import LintOptions, lint_paths
     from nvidia_oci_hook.report import REPORTERS
 
@@ -198,7 +200,7 @@ def lint(
         raise click.UsageError("give at least one PATH, '-', or --node")
     if node and offline:
         raise click.UsageError("--node reads the node: it cannot be --offline")
-    judges = _cdi_judges(cdi_library, engines)
+    judges, reads_no_cdi = _cdi_judges(cdi_library, engines)
     if not node and (containerd_config or crio_config or crio_config_dir):
         raise click.UsageError("--containerd-config, --crio-config and --crio-config-dir go with --node")
     options = LintOptions(
@@ -212,6 +214,7 @@ def lint(
         node=node,
         settings=settings,
         cdi_judges=judges,
+        containerd_release=_containerd_release(engines),
         containerd_config=containerd_config,
         crio_config=crio_config,
         crio_config_dir=crio_config_dir,
@@ -222,6 +225,8 @@ def lint(
         run = lint_paths(paths, options)
     except io.ReadError as exc:
         raise Fatal(str(exc)) from None
+    if reads_no_cdi and not judges and any(result.kind in (CDI, CDI_DIRS) for result in run.files):
+        raise click.UsageError(reads_no_cdi)
     color = output_format == "text" and sys.stdout.isatty()
     click.echo(
         REPORTERS[output_format](run.files, color=color, looked_at=run.looked_at, node_root=run.node_root), nl=False
@@ -231,23 +236,47 @@ def lint(
     ctx.exit(EXIT_FINDINGS if failed else EXIT_CLEAN)
 
 
-def _cdi_judges(cdi_library: Optional[str], engines: tuple[str, ...]) -> tuple[Any, ...]:
-    """The judges of CDI specs the options name; a usage error for a release no model has."""
-    from nvidia_oci_hook.kinds.cdi.releases import Judge, UnknownRelease, engine_judges, engine_key, library
+def _engine_pairs(engines: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(engine key, version) of each --engine NAME=VERSION; a usage error for any other form."""
+    from nvidia_oci_hook.kinds.cdi.releases import engine_key
+
+    pairs = []
+    for text in engines:
+        name, equals, version = text.partition("=")
+        key = engine_key(name)
+        if not equals or key is None or not version:
+            raise click.UsageError(f"--engine {text}: expected NAME=VERSION, NAME one of crio, containerd, podman")
+        pairs.append((key, version))
+    return pairs
+
+
+def _containerd_release(engines: tuple[str, ...]) -> Optional[str]:
+    """The containerd release named by --engine (the last one), which judges containerd configurations."""
+    releases = [version for key, version in _engine_pairs(engines) if key == "containerd"]
+    return releases[-1] if releases else None
+
+
+def _cdi_judges(cdi_library: Optional[str], engines: tuple[str, ...]) -> tuple[tuple[Any, ...], Optional[str]]:
+    """The judges of CDI specs the options name, and what is said of a named release that reads no CDI specs
+    (containerd 1.6: it judges containerd configurations only); a usage error for a release no model has."""
+    from nvidia_oci_hook.kinds.cdi.releases import Judge, ReadsNoCdi, UnknownRelease, engine_judges, library
 
     if cdi_library and engines:
         raise click.UsageError("give --cdi-library or --engine, not both: an engine release names its library")
     try:
         if cdi_library:
-            return (Judge(library(cdi_library)),)
-        pairs = []
-        for text in engines:
-            name, equals, version = text.partition("=")
-            key = engine_key(name)
-            if not equals or key is None or not version:
-                raise click.UsageError(f"--engine {text}: expected NAME=VERSION, NAME one of crio, containerd, podman")
+            return (Judge(library(cdi_library)),), None
+        pairs, reads_no_cdi = [], None
+        for key, version in _engine_pairs(engines):
+            try:
+                engine_judges([(key, version)])
+            except ReadsNoCdi as exc:
+                if key != "containerd":
+                    raise
+                reads_no_cdi = reads_no_cdi or str(exc)
+                continue
             pairs.append((key, version))
-        return engine_judges(pairs)
+        return engine_judges(pairs), reads_no_cdi
     except UnknownRelease as exc:
         raise click.UsageError(str(exc)) from None
 

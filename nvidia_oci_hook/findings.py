@@ -34,6 +34,9 @@ class Problem:
     # For checks over several documents (a directory, a node): the file the pointer is in; None means the
     # document being checked.
     path: Optional[str] = None
+    # The containerd series ("1.6", "2.1") the problem is one for: judged as one release (Context's
+    # containerd_series), a problem of other series is not reported. None: every series.
+    series: Optional[frozenset[str]] = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from nvidia_oci_hook.formats.parsing import LoadProblem
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, LOCAL, HostView
 from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for, follow_imports
+from nvidia_oci_hook.kinds.containerd.versions import release_note
 from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, parse_document
 from nvidia_oci_hook.kinds.schema import schema_problems
 from nvidia_oci_hook.rules.base import Context, Rule, all_rules, selected
@@ -35,6 +36,9 @@ class LintOptions:
     settings: Optional[Settings] = None
     # Who judges CDI specs (--cdi-library, --engine); none: the newest library release.
     cdi_judges: tuple[Judge, ...] = ()
+    # The containerd release containerd configurations are judged as (--engine containerd=VERSION); none: the
+    # release found on the node with --node, else every series.
+    containerd_release: Optional[str] = None
     # With node: engine configuration files named by hand, read where they are (--containerd-config,
     # --crio-config, --crio-config-dir); the host checks stay on host_root.
     containerd_config: Optional[str] = None
@@ -72,6 +76,20 @@ def _finding(rule: Rule, location: Location, problem: Problem) -> Finding:
     )
 
 
+def judged(problem: Problem, context: Context) -> Optional[Problem]:
+    """The problem as the containerd release judged as sees it: None where it is one of other series only; where
+    the release is not modelled, its message says which series judged it."""
+    series, release = context.containerd_series, context.containerd_release
+    if series is None or release is None or problem.series is None:
+        return problem
+    if series not in problem.series:
+        return None
+    note = release_note(release)
+    if note == f"containerd {release}":
+        return problem
+    return dataclasses.replace(problem, message=f"{problem.message} [{note}]")
+
+
 def lint_document(document: Document, rules: dict[str, Rule], context: Context) -> list[Finding]:
     findings: list[Finding] = []
     for load_problem in document.load_problems:
@@ -87,10 +105,13 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
     for rule in rules.values():
         if rule.check is None or not rule.applies_to(document.kind):
             continue
-        for problem in rule.check(document.value, context):
-            semantic.append(_finding(rule, document.locate(problem.pointer), problem))
+        for found in rule.check(document.value, context):
+            kept = judged(found, context)
+            if kept is None:
+                continue
+            semantic.append(_finding(rule, document.locate(kept.pointer), kept))
             if rule.supersedes_schema:
-                explained.add(problem.pointer)
+                explained.add(kept.pointer)
     schema_rule = rules.get("SCH001")
     if schema_rule is not None:
         for problem in schema_problems(document.kind, document.value):
@@ -141,10 +162,17 @@ def lint_collection(
     collection: Collection, rules: dict[str, Rule], context_for: Callable[[], Context], results: ResultSet
 ) -> None:
     if collection.cdi_judges:
+        plain = context_for
+
+        def context_for() -> Context:
+            return dataclasses.replace(plain(), cdi_judges=collection.cdi_judges)
+
+    release = collection.containerd_release
+    if release is not None and context_for().containerd_release is None:
         outer = context_for
 
         def context_for() -> Context:
-            return dataclasses.replace(outer(), cdi_judges=collection.cdi_judges)
+            return dataclasses.replace(outer(), containerd_release=release)
 
     for member in collection.documents:
         results.add(member.path, member.kind, lint_document(member, rules, context_for()))
@@ -152,7 +180,10 @@ def lint_collection(
     for rule in rules.values():
         if rule.check is None or collection.kind not in rule.kinds:
             continue
-        for problem in rule.check(collection, context):
+        for found in rule.check(collection, context):
+            problem = judged(found, context)
+            if problem is None:
+                continue
             path = problem.path or (collection.directories[0] if collection.directories else "")
             document = collection.document(path)
             location = document.locate(problem.pointer) if document else Location(path, None, None)
@@ -171,7 +202,11 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
 
     def context_for() -> Context:
         return Context(
-            host=host, driver_roots=options.driver_roots, settings=options.settings, cdi_judges=options.cdi_judges
+            host=host,
+            driver_roots=options.driver_roots,
+            settings=options.settings,
+            cdi_judges=options.cdi_judges,
+            containerd_release=options.containerd_release,
         )
 
     def loader(path: str, kind: str) -> Document:

@@ -40,6 +40,9 @@ class Collection:
     looked: list[tuple[str, str]] = field(default_factory=list)
     # Who judges the CDI specs in this collection and its parts (the engines that read them); none: as linted.
     cdi_judges: tuple[Judge, ...] = ()
+    # The containerd release (its number) that reads the containerd configuration in this collection: the one
+    # found on the node; None: as linted.
+    containerd_release: Optional[str] = None
 
     def document(self, path: str) -> Optional[Document]:
         for document in self.documents:

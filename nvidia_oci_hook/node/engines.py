@@ -239,6 +239,8 @@ def _read_containerd(
     _in_effect(node, chosen)
     facts.configs["containerd"] = chosen.path
     collection = read_containerd_config(chosen.path, bound(load, view), view)
+    if release is not None and release.version:
+        collection.containerd_release = release.version
     node.parts.append(collection)
     value = effective_config(collection, _series(release, collection.root_version))
     off = _containerd_cdi_off(containerd.ContainerdConfig(value).cri or {}, release, chosen.path)

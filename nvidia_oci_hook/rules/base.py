@@ -33,9 +33,18 @@ class Context:
     # The CDI library releases that judge a CDI spec (--cdi-library, --engine, the node's engines); none: the
     # newest decides, and the rules say which older engine releases refuse a spec it loads.
     cdi_judges: tuple[Judge, ...] = ()
+    # The containerd release a containerd configuration is judged as (--engine containerd=VERSION, the node's);
+    # none: every series, each finding naming those it is for.
+    containerd_release: Optional[str] = None
     # The linted file as named ("-" for standard input): a config.json's root.path is relative to its directory.
     document_path: str = ""
     memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def containerd_series(self) -> Optional[str]:
+        from nvidia_oci_hook.kinds.containerd.versions import series_of
+
+        return series_of(self.containerd_release) if self.containerd_release else None
 
     def cached(self, key: str, build: Callable[[], Any]) -> Any:
         if key not in self.memo:

@@ -36,7 +36,7 @@ def lint_toml_text(text: str, host_root: Path) -> set[str]:
 pytestmark = [pytest.mark.runtime, pytest.mark.root]
 
 # Good files without root, state or grpc of their own (the daemon gets throwaway ones).
-CONTROLS = ("good/v2-minimal.toml", "good/v2-nvidia-cdi.toml", "good/v3-nvidia.toml")
+CONTROLS = ("good/v2-minimal.toml", "good/v2-nvidia-cdi.toml", "good/v3-nvidia.toml", "good/v3-snapshotter-proxy.toml")
 CRI_PLUGINS = {
     ("io.containerd.grpc.v1", "cri"),
     ("io.containerd.cri.v1", "runtime"),
@@ -93,8 +93,8 @@ def releases() -> list[Binary]:
 
 
 def _claimed() -> list[str]:
-    """Corpus files on which lint says the CRI plugin fails to load (CTD110, CTD115), and the controls."""
-    names = [e.id for e in entries() if {f.code for f in lint_file(e.path)} & {"CTD110", "CTD115"}]
+    """Corpus files on which lint says the CRI plugin fails to load (CTD110, CTD115, CTD120), and the controls."""
+    names = [e.id for e in entries() if {f.code for f in lint_file(e.path)} & {"CTD110", "CTD115", "CTD120"}]
     return sorted(set(names) | set(CONTROLS))
 
 
@@ -120,6 +120,25 @@ def test_cri_plugin_loads_exactly_where_lint_says(name: str, releases: list[Bina
         )
         checked += 1
     assert checked, f"no release ran {name}"
+
+
+def test_a_snapshotter_the_node_skips_leaves_containerd_without_cri(releases: list[Binary], as_root: None) -> None:
+    """CTD121: a built-in snapshotter that loads only on some nodes. Where this machine's daemon skips it, the CRI
+    plugin fails to load with containerd's words; where it loads, CRI does too."""
+    config = CORPUS / "bad/v2-snapshotter-skipped.toml"
+    (finding,) = [f for f in lint_file(config) if f.code == "CTD121"]
+    checked = 0
+    for binary in releases:
+        if binary.series not in ("1.6", "1.7"):
+            continue  # 2.x ignores a version 2 file's containerd.snapshotter (CTD120's message says so)
+        daemon = run_daemon(binary, config)
+        loaded = daemon.plugins.get(("io.containerd.snapshotter.v1", "btrfs")) == "ok"
+        assert daemon.cri_loaded() == loaded, (binary.version, daemon.plugins, daemon.log[-1500:])
+        if not loaded:
+            assert 'failed to find snapshotter \\"btrfs\\"' in daemon.log, daemon.log[-1500:]
+            assert 'failed to find snapshotter "btrfs"' in finding.message
+        checked += 1
+    assert checked == 2
 
 
 def test_negative_version_crashes_containerd_2(releases: list[Binary], as_root: None) -> None:

@@ -231,6 +231,23 @@ CASES = [
     Case("CTD115", V2 + "systemd_cgroup = true\n", V2 + "enable_selinux = true\n"),
     Case("CTD115", runc_and("gpu", extra="io_type = 'pipe'"), runc_and("gpu", extra="io_type = 'fifo'"), id="io-type"),
     Case(
+        "CTD120",
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "overlay"\n',
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "overlayfs"\n',
+    ),
+    Case(
+        "CTD120",
+        'version = 3\n[plugins."io.containerd.cri.v1.images"]\nsnapshotter = "stargz"\n',
+        'version = 3\n[proxy_plugins.stargz]\ntype = "snapshot"\naddress = "/run/stargz.sock"\n'
+        '[plugins."io.containerd.cri.v1.images"]\nsnapshotter = "stargz"\n',
+        id="proxy",
+    ),
+    Case(
+        "CTD121",
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "btrfs"\n',
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nsnapshotter = "native"\n',
+    ),
+    Case(
         "CTD116",
         f"{V2_RUNTIMES}.runc.options]\nSystemdCgroup = true\n",
         f'{V2_RUNTIMES}.runc]\nruntime_type = "io.containerd.runc.v2"\n'

@@ -107,6 +107,10 @@ class UnknownRelease(ValueError):
     """A library release, or an engine release, this package has no model of."""
 
 
+class ReadsNoCdi(UnknownRelease):
+    """An engine release that reads no CDI specs at all (containerd 1.6, podman before 3.2)."""
+
+
 def library(text: str) -> Library:
     """The release text names ("1.0.1", "v1.0.1"; "1.0" is that minor's newest patch)."""
     release = text[1:] if text.startswith("v") else text
@@ -189,7 +193,7 @@ def engine_library(engine: str, version: str) -> Library:
             found = release
     label = f"{ENGINE_NAMES[engine]} {version}"
     if found is None:
-        raise UnknownRelease(f"{label} does not read CDI specs")
+        raise ReadsNoCdi(f"{label} does not read CDI specs")
     if found == "<0.5":
         raise UnknownRelease(f"{label} vendors a CDI library older than the releases modelled (0.5.2 to 1.1.0)")
     return _BY_RELEASE[found]

@@ -54,3 +54,28 @@ def describe_series(series: Iterable[str]) -> str:
     if contiguous and len(chosen) > 2:
         return f"containerd {chosen[0]} to {chosen[-1]}"
     return "containerd " + ", ".join(chosen[:-1]) + f" and {chosen[-1]}"
+
+
+def series_of(release: str) -> str:
+    """The series a containerd release is judged as: "1.6.20" -> "1.6"; a release newer than the series modelled
+    is judged as the newest, one older as the oldest (release_note says so)."""
+    parts = release.lstrip("v").split(".")
+    try:
+        key = (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0)
+    except ValueError:
+        return SERIES[-1]
+    modelled = [(int(s.split(".")[0]), int(s.split(".")[1])) for s in SERIES]
+    if key in modelled:
+        return f"{key[0]}.{key[1]}"
+    nearest = max((s for s in modelled if s <= key), default=modelled[0])
+    return f"{nearest[0]}.{nearest[1]}"
+
+
+def release_note(release: str) -> str:
+    """What a finding judged as this release says of it: the release, and the series it is judged as where
+    that series is not the release's own."""
+    series = series_of(release)
+    own = ".".join(release.lstrip("v").split(".")[:2])
+    if own == series:
+        return f"containerd {release}"
+    return f"containerd {release} (not modelled: judged as containerd {series}, the nearest series modelled)"

@@ -1,11 +1,12 @@
-"""Settings with which the CRI plugin fails to load, so that containerd serves no CRI (CTD110, CTD115)."""
+"""Settings with which the CRI plugin fails to load, so that containerd serves no CRI (CTD110, CTD115, CTD120,
+and CTD121 where the node decides)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
@@ -13,7 +14,7 @@ from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
 from nvidia_oci_hook.kinds.containerd.versions import CRI_IMAGES, CRI_V2, DEFAULT_RUNTIME, V1X, V2X, describe_series
 from nvidia_oci_hook.kinds.containerd.walk import toml_key
 from nvidia_oci_hook.rules.base import Context, rule
-from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _first_child
+from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _first_child, _who
 from nvidia_oci_hook.rules.containerd.keys import _REPLACEMENTS
 
 LINUX_V1 = "io.containerd.runtime.v1.linux"
@@ -66,7 +67,7 @@ def default_runtime_undefined(value: Any, context: Context) -> Iterator[Problem]
     (`[...containerd.runtimes.runc]` with `runtime_type = "io.containerd.runc.v2"`).
     """
     for failure in _default_runtime_failures(_config(value, context)):
-        yield Problem(failure.pointer, failure.message, failure.hint)
+        yield Problem(failure.pointer, failure.message, failure.hint, series=failure.series)
 
 
 @dataclass(frozen=True)
@@ -267,10 +268,10 @@ def _cri_validation(config: ContainerdConfig) -> Iterator[CriFailure]:
 
 
 def cri_plugin_failures(value: Any) -> frozenset[str]:
-    """The containerd series whose CRI plugin fails to load with this config, by CTD110 and CTD115."""
+    """The containerd series whose CRI plugin fails to load with this config, by CTD110, CTD115 and CTD120."""
     config = ContainerdConfig(value)
     failing: set[str] = set()
-    for failure in (*_default_runtime_failures(config), *_cri_validation(config)):
+    for failure in (*_default_runtime_failures(config), *_cri_validation(config), *_snapshotter_failures(config)):
         failing |= failure.series
     return frozenset(failing)
 
@@ -306,4 +307,145 @@ def cri_plugin_config_invalid(value: Any, context: Context) -> Iterator[Problem]
     runc runtime's `options`.
     """
     for failure in _cri_validation(_config(value, context)):
-        yield Problem(failure.pointer, failure.message, failure.hint)
+        yield Problem(failure.pointer, failure.message, failure.hint, series=failure.series)
+
+
+# The snapshot plugins each series builds in, as `ctr plugins ls` lists them on Debian's 1.6.20, 1.7.24 and 2.1.9
+# (2.0 as 2.1 without erofs, which 2.1 added; 2.2 and 2.3 as 2.1). A name none of them has, and no proxy plugin
+# of type snapshot gives, leaves the CRI plugin without its snapshotter.
+BUILTIN_SNAPSHOTTERS = {
+    "1.6": frozenset({"aufs", "btrfs", "devmapper", "native", "overlayfs", "zfs"}),
+    "1.7": frozenset({"aufs", "blockfile", "btrfs", "devmapper", "native", "overlayfs", "zfs"}),
+    "2.0": frozenset({"blockfile", "btrfs", "devmapper", "native", "overlayfs"}),
+    "2.1": frozenset({"blockfile", "btrfs", "devmapper", "erofs", "native", "overlayfs"}),
+    "2.2": frozenset({"blockfile", "btrfs", "devmapper", "erofs", "native", "overlayfs"}),
+    "2.3": frozenset({"blockfile", "btrfs", "devmapper", "erofs", "native", "overlayfs"}),
+}
+# Built in, but loaded only where the node has what they need; elsewhere the plugin is skipped.
+CONDITIONAL_SNAPSHOTTERS = {
+    "aufs": "the aufs kernel module",
+    "btrfs": "containerd's root on a btrfs file system",
+    "zfs": "containerd's root on a ZFS dataset",
+    "devmapper": 'a thin pool configured in [plugins."io.containerd.snapshotter.v1.devmapper"]',
+    "blockfile": 'a scratch file configured in [plugins."io.containerd.snapshotter.v1.blockfile"]',
+    "erofs": "a kernel with EROFS support",
+}
+
+
+def _snapshotter_setting(config: ContainerdConfig) -> Optional[tuple[str, str, frozenset[str]]]:
+    """(pointer, name, the series that use it) of the CRI plugin's default snapshotter as set in the file. In a
+    version 1 or 2 file only 1.x reads `containerd.snapshotter`: 2.x's migration leaves it behind (measured on
+    2.1.9, whose images plugin keeps overlayfs); in a version 3 file it is the images plugin's."""
+    if config.version <= 2:
+        table, base, series = config.cri_containerd(), f"{config.cri_pointer}/containerd", config.readers & V1X
+    else:
+        images = config.plugins.get(CRI_IMAGES)
+        table, base, series = images, pointer_join("/plugins", CRI_IMAGES), config.readers & V2X
+    if not isinstance(table, dict) or not series:
+        return None
+    name = table.get("snapshotter")
+    if not isinstance(name, str) or not name:
+        return None  # a wrong type is CTD001's; empty takes the default, overlayfs
+    return f"{base}/snapshotter", name, frozenset(series)
+
+
+def _proxy_snapshotters(config: ContainerdConfig) -> set[str]:
+    proxies = config.value.get("proxy_plugins")
+    if not isinstance(proxies, dict):
+        return set()
+    return {name for name, table in proxies.items() if isinstance(table, dict) and table.get("type") == "snapshot"}
+
+
+def _snapshotter_failures(config: ContainerdConfig) -> Iterator[CriFailure]:
+    setting = _snapshotter_setting(config)
+    if setting is None:
+        return
+    pointer, name, series = setting
+    if name in _proxy_snapshotters(config):
+        return
+    missing = frozenset(s for s in series if name not in BUILTIN_SNAPSHOTTERS[s])
+    if not missing:
+        return
+    known = sorted(BUILTIN_SNAPSHOTTERS[min(missing)])
+    ignored = config.readers & V2X if config.version <= 2 else frozenset()
+    also = f"; {_who(ignored, 'ignore')} this version {config.version} setting and use overlayfs" if ignored else ""
+    yield CriFailure(
+        pointer,
+        f'snapshotter "{name}" is no snapshot plugin of {describe_series(missing)} and no proxy plugin of this file: '
+        f'the CRI plugin fails to load (`failed to find snapshotter "{name}"`) and {UNKNOWN_SERVICE}{also}',
+        f'use one of {", ".join(known)}, or define [proxy_plugins.{name}] with type = "snapshot"',
+        missing,
+    )
+
+
+@rule("CTD120", "snapshotter-not-found", Severity.ERROR, KINDS)
+def snapshotter_not_found(value: Any, context: Context) -> Iterator[Problem]:
+    """The CRI plugin's snapshotter is none that containerd has, so containerd runs without CRI.
+
+    ## What it checks
+    The default snapshotter of the CRI plugin (`containerd.snapshotter` of `plugins."io.containerd.grpc.v1.cri"`
+    in a version 2 file, read by containerd 1.6 and 1.7; `snapshotter` of `plugins."io.containerd.cri.v1.images"`
+    in a version 3 file) against the snapshot plugins each release builds in (1.6: aufs, btrfs, devmapper,
+    native, overlayfs, zfs; 1.7 adds blockfile; 2.x: blockfile, btrfs, devmapper, native, overlayfs, and erofs
+    from 2.1) and the file's `proxy_plugins` of type `snapshot`.
+
+    ## Why it matters
+    containerd starts and logs `failed to load plugin io.containerd.grpc.v1.cri` (2.x:
+    `io.containerd.cri.v1.images`) with `failed to find snapshotter "stargz"`; it serves no CRI, the kubelet gets
+    `unknown service runtime.v1.RuntimeService` and the node goes NotReady. The usual cause is a snapshotter
+    named before its proxy plugin was configured (stargz, nydus, soci), or a name misspelt (`overlay`).
+    Measured with Debian's containerd 1.6.20, 1.7.24 and 2.1.9.
+
+    ## Example
+    ```toml
+    version = 2
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      snapshotter = "overlay"
+    ```
+
+    ## Fix
+    Name a snapshotter containerd has (`ctr plugins ls` lists them, `overlayfs` is the default), or configure
+    the proxy plugin: `[proxy_plugins.stargz]` with `type = "snapshot"` and its `address`.
+    """
+    for failure in _snapshotter_failures(_config(value, context)):
+        yield Problem(failure.pointer, failure.message, failure.hint, series=failure.series)
+
+
+@rule("CTD121", "snapshotter-needs-node-support", Severity.WARNING, KINDS)
+def snapshotter_needs_node_support(value: Any, context: Context) -> Iterator[Problem]:
+    """The CRI plugin's snapshotter is built in but loads only on nodes that have what it needs.
+
+    ## What it checks
+    A default snapshotter (as CTD120 reads it) that is one of the snapshot plugins containerd skips at start
+    where the node lacks what they need: aufs (the kernel module), btrfs (containerd's root on btrfs), zfs (on a
+    ZFS dataset), devmapper (a configured thin pool), blockfile (a configured scratch file), erofs (kernel
+    support).
+
+    ## Why it matters
+    Where the plugin is skipped (`ctr plugins ls` shows it in state `skip`), the CRI plugin fails to load with
+    `failed to find snapshotter "btrfs"` exactly as for an unknown name (CTD120), and the node goes NotReady.
+    On Debian's containerd 1.6.20, 1.7.24 and 2.1.9 on ext4, every one of them but erofs is skipped.
+
+    ## Example
+    `snapshotter = "btrfs"` in an image built on btrfs, run on a node whose `/var/lib/containerd` is ext4.
+
+    ## Fix
+    Check `ctr plugins ls | grep snapshotter` on the node: the snapshotter must be `ok`; otherwise use
+    `overlayfs`.
+    """
+    config = _config(value, context)
+    setting = _snapshotter_setting(config)
+    if setting is None:
+        return
+    pointer, name, series = setting
+    needs = CONDITIONAL_SNAPSHOTTERS.get(name)
+    having = frozenset(s for s in series if name in BUILTIN_SNAPSHOTTERS[s])
+    if needs is None or not having or name in _proxy_snapshotters(config):
+        return
+    yield Problem(
+        pointer,
+        f'snapshotter "{name}" loads only with {needs}: where it does not, the CRI plugin of '
+        f'{describe_series(having)} fails to load (`failed to find snapshotter "{name}"`) and {UNKNOWN_SERVICE}',
+        f"check that `ctr plugins ls` shows io.containerd.snapshotter.v1 {name} as ok, or use overlayfs",
+        series=having,
+    )

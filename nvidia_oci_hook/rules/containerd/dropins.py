@@ -19,7 +19,7 @@ from nvidia_oci_hook.kinds.containerd.reading import (
     declared_version,
     effective_config,
 )
-from nvidia_oci_hook.kinds.containerd.versions import CDI_KEYS, CRI_RUNTIME, CRI_V2, DEFAULT_RUNTIME, V1X, V2X
+from nvidia_oci_hook.kinds.containerd.versions import ALL, CDI_KEYS, CRI_RUNTIME, CRI_V2, DEFAULT_RUNTIME, V1X, V2X
 from nvidia_oci_hook.kinds.containerd.walk import toml_key
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.containerd.config_view import _first_child, _who
@@ -111,6 +111,7 @@ def dropin_version_mismatch(collection: Any, context: Context) -> Iterator[Probl
             message = f"this drop-in declares version {own}, higher than the root file's version {root}: " + "; ".join(
                 effects
             )
+            series = ALL
         elif own == 1 and root == 2 and last == 1:
             message = (
                 "this drop-in declares version 1 under a version 2 root: containerd 1.6 and 1.7 keep the last version "
@@ -118,6 +119,7 @@ def dropin_version_mismatch(collection: Any, context: Context) -> Iterator[Probl
                 'section named by URI (such as [plugins."io.containerd.grpc.v1.cri"]); containerd 2.x migrates the '
                 "drop-in to version 2 and reads it"
             )
+            series = V1X
         else:
             continue
         yield Problem(
@@ -125,6 +127,7 @@ def dropin_version_mismatch(collection: Any, context: Context) -> Iterator[Probl
             message,
             f"write version = {root} (the root's) with that version's plugin names, or remove the version line",
             path,
+            series=series,
         )
 
 
@@ -199,6 +202,7 @@ def dropin_runtime_type_missing(collection: Any, context: Context) -> Iterator[P
                 'is empty, and every pod that uses it fails to start ("container.Runtime.Name must be set")',
                 f'add runtime_type = "io.containerd.runc.v2" to [{toml_key(runtime.path)}] in this file',
                 path,
+                series=frozenset(failing),
             )
 
 

@@ -288,7 +288,7 @@ def unknown_key(value: Any, context: Context) -> Iterator[Problem]:
             )
         else:
             message = f"{toml_key((issue.key,))} is not a key of {where}: {_who(issue.readers, 'ignore')} it"
-        yield Problem(issue.pointer, message, _unknown_hint(issue, config))
+        yield Problem(issue.pointer, message, _unknown_hint(issue, config), series=frozenset(issue.readers))
 
 
 _REPLACEMENTS = {
@@ -361,4 +361,4 @@ def ignored_by_some_versions(value: Any, context: Context) -> Iterator[Problem]:
             if not issue.ignored_by & V1X and config.version == 2:
                 log = "Ignoring unknown key in TOML" + (" for plugin" if issue.path[0] == "plugins" else "")
                 message += f" (containerd 2.x logs `{log}`)"
-        yield Problem(issue.pointer, message, hint)
+        yield Problem(issue.pointer, message, hint, series=frozenset(issue.ignored_by))

@@ -224,4 +224,5 @@ def runtime_type_missing(value: Any, context: Context) -> Iterator[Problem]:
             'every pod that uses it fails to start ("container.Runtime.Name must be set") and its runc options '
             "are not applied",
             f'add runtime_type = "io.containerd.runc.v2" to [{toml_key(runtime.path)}]',
+            series=frozenset(failing),
         )

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.containerd.structs import ListOf, MapOf, Scalar
-from nvidia_oci_hook.kinds.containerd.versions import V1X
+from nvidia_oci_hook.kinds.containerd.versions import V1X, V2X
 from nvidia_oci_hook.kinds.containerd.walk import TypeIssue, describe_value, go_toml_type, iter_tree, toml_key
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _quoted, _runc, _walk, _who, schema_rule
@@ -104,6 +104,7 @@ def wrong_value_type(value: Any, context: Context) -> Iterator[Problem]:
                 "to load this file (`toml: decimal number is too large to fit in a 64-bit signed integer` in 2.x, "
                 "`value out of range` in 1.x)",
                 "use a smaller number",
+                series=frozenset(issue.series),
             )
             continue
         shown = f" ({_short(issue.value)})" if not isinstance(issue.value, (dict, list)) else ""
@@ -117,6 +118,7 @@ def wrong_value_type(value: Any, context: Context) -> Iterator[Problem]:
             + (where or f"containerd reads {expected}")
             + f": {_who(issue.series, 'refuse')} to load this file{reason}",
             _type_hint(issue),
+            series=frozenset(issue.series),
         )
 
 
@@ -178,7 +180,12 @@ def toml_rejected_by_containerd_1(value: Any, context: Context) -> Iterator[Prob
     if _config(value, context).version >= 3:
         return  # version 3 and 4 files are for containerd 2.x
     for pointer, why in _unparsable_1x(value):
-        yield Problem(pointer, f"{why}, and refuse to start; containerd 2.x parses it", "quote the value, or delete it")
+        yield Problem(
+            pointer,
+            f"{why}, and refuse to start; containerd 2.x parses it",
+            "quote the value, or delete it",
+            series=V1X,
+        )
 
 
 def _replaced_bytes(value: Any) -> Iterator[str]:
@@ -214,6 +221,7 @@ def not_utf8_for_containerd_2(value: Any, context: Context) -> Iterator[Problem]
             "this key or value holds bytes that are not UTF-8 (shown as U+FFFD): containerd 2.x refuses to load the "
             "file (`toml: invalid UTF-8 character in basic string`); 1.6 and 1.7 read it",
             "re-encode the file as UTF-8: iconv -f LATIN1 -t UTF-8",
+            series=V2X,
         )
 
 

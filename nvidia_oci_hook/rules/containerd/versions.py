@@ -11,6 +11,7 @@ from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
 from nvidia_oci_hook.kinds.containerd.reading import DropIn
 from nvidia_oci_hook.kinds.containerd.versions import (
+    ALL,
     CRI_IMAGES,
     CRI_RUNTIME,
     CRI_V1,
@@ -23,7 +24,8 @@ from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _first_child, _who, schema_rule
 
 
-def _reject_version(config: ContainerdConfig) -> Optional[str]:
+def _reject_version(config: ContainerdConfig) -> Optional[tuple[str, frozenset[str]]]:
+    """What is wrong with the config version, and the series that refuse it; None where nothing is."""
     raw = config.declared_version
     if not isinstance(raw, int) or isinstance(raw, bool):
         return None  # a wrong type is CTD001's
@@ -31,7 +33,7 @@ def _reject_version(config: ContainerdConfig) -> Optional[str]:
         return (
             f"config version {raw} is negative: containerd 2.x crashes at start-up migrating it "
             "(panic: runtime error: index out of range [-1]); 1.6 and 1.7 read it as version 1"
-        )
+        ), V2X
     newest = max(v for v in MAX_CONFIG_VERSION.values() if v is not None)
     if raw > newest:
         return (
@@ -39,7 +41,7 @@ def _reject_version(config: ContainerdConfig) -> Optional[str]:
             f'containerd 2.0 to 2.2 refuse it ("expected containerd config version equal to or less than `3`, '
             f'got `{raw}`"), 1.7.20 and later refuse it ("unsupported config version `{raw}`"), and 1.6 reads it as '
             "version 2"
-        )
+        ), ALL - {"1.6"}
     return None
 
 
@@ -65,9 +67,12 @@ def unsupported_config_version(value: Any, context: Context) -> Iterator[Problem
     Use `version = 2` for containerd 1.6 and 1.7, `version = 3` for containerd 2.x; `containerd config
     default` prints a file of the version the installed containerd wants.
     """
-    message = _reject_version(_config(value, context))
-    if message:
-        yield Problem("/version", message, "set version = 2 (containerd 1.x) or version = 3 (containerd 2.x)")
+    rejected = _reject_version(_config(value, context))
+    if rejected:
+        message, series = rejected
+        yield Problem(
+            "/version", message, "set version = 2 (containerd 1.x) or version = 3 (containerd 2.x)", series=series
+        )
 
 
 def _uri_refused_by_1x(name: str) -> frozenset[str]:
@@ -117,6 +122,7 @@ def invalid_plugin_uri(value: Any, context: Context) -> Iterator[Problem]:
                     f'plugin section "{name}" is not named by a plugin URI: {_who(refused, "refuse")} to load this '
                     f'file (`invalid plugin key URI "{name}" expect io.containerd.x.vx`); 2.x ignores it',
                     _uri_hint(name, config),
+                    series=refused,
                 )
     for key, label in (("disabled_plugins", "disabled"), ("required_plugins", "required")):
         entries = config.value.get(key)
@@ -136,6 +142,7 @@ def invalid_plugin_uri(value: Any, context: Context) -> Iterator[Problem]:
                     f'{key} entry "{entry}" is not a plugin URI: {_who(refusing, "refuse")} to load this '
                     f'file (`invalid {label} plugin URI "{entry}" expect io.containerd.x.vx`)',
                     _uri_hint(entry, config),
+                    series=frozenset(refusing),
                 )
 
 
@@ -274,6 +281,7 @@ def config_version_needs_containerd_2(value: Any, context: Context) -> Iterator[
             "config version 3 is read by containerd 2.0 and later only: containerd 1.7.20 and later refuse the file "
             '("unsupported config version `3`"), 1.6 and older 1.7 releases ignore its CRI plugin sections',
             "on containerd 1.x, write a version 2 file",
+            series=V1X,
         )
     elif config.version == 4:
         yield Problem(
@@ -281,4 +289,5 @@ def config_version_needs_containerd_2(value: Any, context: Context) -> Iterator[
             "config version 4 is read by containerd 2.3 and later only: containerd 2.0 to 2.2 and 1.7.20 and later "
             "refuse the file",
             "on containerd 2.0 to 2.2, write a version 3 file",
+            series=ALL - {"2.3"},
         )
