@@ -64,9 +64,15 @@ def entries() -> list[Entry]:
 
 
 def lint_file(
-    path: Path, *, host_root: Optional[Path] = None, offline: bool = True, schema_only: bool = False
+    path: Path,
+    *,
+    host_root: Optional[Path] = None,
+    offline: bool = True,
+    schema_only: bool = False,
+    release: Optional[str] = None,
 ) -> list[Finding]:
+    """lint of one containerd file; release: judged as that containerd release (--engine containerd=VERSION)."""
     options = LintOptions(kind=CONTAINERD, offline=offline, schema_only=schema_only)
     document = load_file(str(path), CONTAINERD, options)
     host = None if offline else HostView(str(host_root) if host_root is not None else "/")
-    return lint_document(document, active_rules(options), Context(host=host))
+    return lint_document(document, active_rules(options), Context(host=host, containerd_release=release))

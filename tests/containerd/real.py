@@ -22,6 +22,18 @@ CANDIDATES = (
     ROOT / ".tools/containerd-trixie/usr/bin/containerd",
     ROOT / ".tools/containerd-sid/usr/bin/containerd",
 )
+# A daemon's own mount namespace with a tmpfs on /run: its NRI socket and /run/containerd stay out of this machine's
+# /run (its root, state and socket are under the test's directory). `start_daemon(..., under=PRIVATE_RUN)`.
+PRIVATE_RUN = (
+    "unshare",
+    "--mount",
+    "--propagation",
+    "private",
+    "--",
+    "sh",
+    "-c",
+    'mount -t tmpfs tmpfs /run && exec "$0" "$@"',
+)
 _VERSION = re.compile(r"\s(v?\d+\.\d+\.\d+)\S*")
 _LOGFMT = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
 

@@ -22,7 +22,7 @@ import pytest
 from nvidia_oci_hook.formats.tomltext import parse_toml
 from nvidia_oci_hook.rules.containerd.cri_plugin import cri_plugin_failures
 from tests.containerd.corpus import CORPUS, entries, lint_file
-from tests.containerd.real import Binary, binaries, dump, start_daemon, stop_daemon
+from tests.containerd.real import PRIVATE_RUN, Binary, binaries, dump, start_daemon, stop_daemon
 from tests.containerd.test_real_containerd import reading_series
 from tests.helpers import FakeHost
 
@@ -56,15 +56,16 @@ class Daemon:
 
 
 def run_daemon(
-    binary: Binary, config: Path, settle: float = 0.3, then: Optional[Callable[[Path], Any]] = None
+    binary: Binary, config: Path, settle: float = 0.3, then: Optional[Callable[[Path, list[str]], Any]] = None
 ) -> Daemon:
     """Start containerd on `config` (with root, state and socket of its own), list its plugins, call
-    `then(socket)` if given, stop it. The release's own shim comes first on the daemon's PATH."""
+    `then(socket, enter)` if given (enter: the command prefix that runs a program in the daemon's mount
+    namespace), stop it. The release's own shim comes first on the daemon's PATH."""
     workdir = Path(tempfile.mkdtemp(prefix="ctd", dir="/tmp"))
     socket = workdir / "s"
     log = workdir / "log"
     try:
-        process = start_daemon(binary.path, config.read_text(), workdir)
+        process = start_daemon(binary.path, config.read_text(), workdir, under=PRIVATE_RUN)
         if process.poll() is not None:
             return Daemon(process.returncode, log.read_text(), {})
         time.sleep(settle)
@@ -80,7 +81,8 @@ def run_daemon(
             if len(fields) >= 3:
                 plugins[(fields[0], fields[1])] = fields[-1]
         if then is not None:
-            then(socket)
+            # A client that makes fifos under /run (ctr run) must see the daemon's own /run.
+            then(socket, ["nsenter", "--target", str(process.pid), "--mount", "--"])
         stop_daemon(process)
         return Daemon(None, log.read_text(), plugins)
     finally:
@@ -188,9 +190,11 @@ def test_missing_binary_name_fails_every_container(
     for binary in releases:
         outcomes: dict[str, subprocess.CompletedProcess[str]] = {}
 
-        def run_containers(socket: Path, binary: Binary = binary, outcomes: dict[str, Any] = outcomes) -> None:
+        def run_containers(
+            socket: Path, enter: list[str], binary: Binary = binary, outcomes: dict[str, Any] = outcomes
+        ) -> None:
             for index, runc in enumerate([*cases, "runc"]):
-                command = [str(binary.ctr), "--address", str(socket), "run", "--rm", "--rootfs"]
+                command = [*enter, str(binary.ctr), "--address", str(socket), "run", "--rm", "--rootfs"]
                 command += ["--runc-binary", runc, str(rootfs), f"t{index}", "/bin/true"]
                 outcomes[runc] = subprocess.run(command, capture_output=True, text=True, timeout=60)
 

@@ -34,7 +34,10 @@ def codes(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, *engine
         (LOCAL_DATE, ["CTD001", "CTD004"], {"1.6.20": ["CTD001", "CTD004"], "1.7.24": ["CTD001", "CTD004"],
                                             "2.1.9": ["CTD001"], "2.2.7": ["CTD001"]}),
         (V2_SNAPSHOTTER, ["CTD120"], {"1.6.20": ["CTD120"], "1.7.24": ["CTD120"], "2.1.9": [], "2.0.5": []}),
-        (V3, ["CTD106"], {"1.6.20": ["CTD106"], "1.7.24": ["CTD106"], "2.1.9": [], "2.3.4": []}),
+        # 1.6 reads a version 3 file as version 2, in which the runtime plugin's enable_cdi is ignored; 1.7.24
+        # refuses the version (1.7.20 and later do).
+        (V3, ["CTD106"], {"1.6.20": ["CTD101", "CTD106"], "1.7.24": ["CTD002", "CTD106"],
+                          "1.7.19": ["CTD101", "CTD106"], "2.1.9": [], "2.3.4": []}),
     ],
     ids=["local-date", "v2-snapshotter", "version-3"],
 )  # fmt: skip

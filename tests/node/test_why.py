@@ -364,13 +364,15 @@ def test_containerd_config_versions(
     status, report = why(capsys, containerd_node(fake_host, five), refused)
     assert status == 0
     assert signature_and_verdicts(report) == (["containerd-config-version"], {"CTD002": True, "CTD117": False})
-    # containerd 1.7 merges the imports first: a version 3 drop-in under a version 2 root gets the same words.
+    # containerd 1.7 merges the imports first: a version 3 drop-in under a version 2 root gets the same words, and
+    # judged as the node's 1.7.24 the drop-in's own version is one that release refuses.
     dropin = containerd_node(
         FakeHost(tmp_path / "dropin"), 'imports = ["/etc/containerd/conf.d/*.toml"]\n' + CONTAINERD_V2
     )
     dropin.text("/etc/containerd/conf.d/99-nvidia.toml", 'version = 3\n[plugins."io.containerd.cri.v1.runtime"]\n')
     status, report = why(capsys, dropin, refused.replace("`5`", "`3`"))
-    assert status == 0 and verdicts(report) == {"CTD002": False, "CTD117": True}
+    assert status == 0 and verdicts(report) == {"CTD002": True, "CTD117": True}
+    assert "99-nvidia.toml" in next(cause["summary"] for cause in report["causes"] if cause["code"] == "CTD002")
     newer = "containerd: drop-in config version 3 higher than root config version 2"
     status, report = why(capsys, dropin, newer)
     assert status == 0 and signature_and_verdicts(report) == (["containerd-dropin-version"], {"CTD117": True})

@@ -17,6 +17,7 @@ from nvidia_oci_hook.kinds.containerd.versions import (
     READERS,
     RUNC_TYPES,
     V1X,
+    V2X,
 )
 from nvidia_oci_hook.kinds.containerd.walk import KeyIssue, TypeIssue, Walk, walk_table
 
@@ -56,8 +57,28 @@ class Runtime:
         return None, None
 
 
+# The plugins of containerd 2.x that take a configuration: the tables `containerd config default` prints
+# (measured on 2.1.9).
+CONFIGURED_PLUGINS_2X = frozenset(
+    {
+        "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.differ.v1.erofs",
+        "io.containerd.gc.v1.scheduler", "io.containerd.grpc.v1.cri", "io.containerd.image-verifier.v1.bindir",
+        "io.containerd.internal.v1.opt", "io.containerd.internal.v1.tracing", "io.containerd.metadata.v1.bolt",
+        "io.containerd.monitor.container.v1.restart", "io.containerd.monitor.task.v1.cgroups",
+        "io.containerd.nri.v1.nri", "io.containerd.runtime.v2.task", "io.containerd.service.v1.diff-service",
+        "io.containerd.service.v1.tasks-service", "io.containerd.shim.v1.manager",
+        "io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.btrfs",
+        "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs",
+        "io.containerd.snapshotter.v1.native", "io.containerd.snapshotter.v1.overlayfs",
+        "io.containerd.tracing.processor.v1.otlp", "io.containerd.transfer.v1.local",
+    }
+)  # fmt: skip
+
+
 class ContainerdConfig:
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, read_as: Optional[int] = None) -> None:
+        """read_as: the config version a release reads the file at where it is not the declared one (containerd
+        1.6 reads a version 3 file as version 2)."""
         self.value: Mapping[str, Any] = value if isinstance(value, dict) else {}
         raw = self.value.get("version")
         self.declared_version: Any = raw
@@ -69,6 +90,8 @@ class ContainerdConfig:
             raw = self.inherited_version
         # containerd treats a missing version, and 0, as version 1.
         self.version: int = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else 1
+        if read_as is not None:
+            self.version = read_as
         self.version_valid = raw is None or (isinstance(raw, int) and not isinstance(raw, bool))
         plugins = self.value.get("plugins")
         self.plugins: Mapping[str, Any] = plugins if isinstance(plugins, dict) else {}
@@ -137,13 +160,18 @@ class ContainerdConfig:
                 if "." not in name:
                     pointer, path = pointer_join("/plugins", name), ("plugins", name)
                     out.keys.append(KeyIssue(pointer, path, name, PLUGINS, readers, readers))
-        if self.version <= 2:
-            # containerd 1.x decodes every plugins entry into a TOML tree before it knows which plugins exist.
-            known = plugin_tables(self.version)
-            for name, section in self.plugins.items():
-                if name not in known and not isinstance(section, dict):
-                    pointer, path = pointer_join("/plugins", name), ("plugins", name)
-                    out.types.append(TypeIssue(pointer, path, section, PLUGIN_TREE, "toml.Tree", V1X))
+        # containerd 1.x decodes every plugins entry into a TOML tree before it knows which plugins exist; 2.x
+        # re-encodes the entry of each plugin that takes a configuration, which fails for anything but a table.
+        known = plugin_tables(self.version)
+        for name, section in self.plugins.items():
+            if name in known or isinstance(section, dict):
+                continue
+            series = (V1X if self.version <= 2 else frozenset()) | (
+                V2X if name in CONFIGURED_PLUGINS_2X else frozenset()
+            )
+            if series:
+                pointer, path = pointer_join("/plugins", name), ("plugins", name)
+                out.types.append(TypeIssue(pointer, path, section, PLUGIN_TREE, "toml.Tree", frozenset(series)))
         return out
 
 

@@ -16,6 +16,7 @@ How a file is read depends on its `version` (cmd/containerd/server/config, plugi
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Optional
 
 SERIES = ("1.6", "1.7", "2.0", "2.1", "2.2", "2.3")
 ALL = frozenset(SERIES)
@@ -79,3 +80,29 @@ def release_note(release: str) -> str:
     if own == series:
         return f"containerd {release}"
     return f"containerd {release} (not modelled: judged as containerd {series}, the nearest series modelled)"
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    from nvidia_oci_hook.kinds.cdi.releases import version_key
+
+    return version_key(release.lstrip("v"))
+
+
+def reads_as_version_2(release: str) -> bool:
+    """Whether the release reads a file of config version 3 or more as version 2: 1.6, and 1.7 before 1.7.20,
+    check no upper bound (their ValidateV2 came with 1.7.20)."""
+    series = series_of(release)
+    return series == "1.6" or (series == "1.7" and _release_key(release) < (1, 7, 20))
+
+
+def refuses_version(release: str, version: int) -> Optional[str]:
+    """containerd's own words where the release refuses a file of this config version, else None."""
+    series = series_of(release)
+    if series in V1X:
+        if reads_as_version_2(release) or version <= 2:
+            return None
+        return f"unsupported config version `{version}`"
+    newest = MAX_CONFIG_VERSION[series]
+    if newest is not None and version > newest:
+        return f"expected containerd config version equal to or less than `{newest}`, got `{version}`"
+    return None

@@ -19,7 +19,7 @@ from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig, cached_config
 from nvidia_oci_hook.kinds.containerd.kind import CONTAINERD
 from nvidia_oci_hook.kinds.containerd.structs import RUNC_OPTIONS
-from nvidia_oci_hook.kinds.containerd.versions import ALL, describe_series
+from nvidia_oci_hook.kinds.containerd.versions import ALL, describe_series, reads_as_version_2
 from nvidia_oci_hook.kinds.containerd.walk import Walk, walk_table
 from nvidia_oci_hook.rules.base import Check, Context, register
 
@@ -37,7 +37,14 @@ def schema_rule(code: str, name: str) -> Callable[[Check], Check]:
 
 
 def _config(value: Any, context: Context) -> ContainerdConfig:
-    return cached_config(value, context.memo)
+    """The config as the release judged as reads it: 1.6 (and 1.7 before 1.7.20) read a version 3 or 4 file as a
+    version 2 one, so every rule judges it as such there."""
+    config = cached_config(value, context.memo)
+    release = context.containerd_release
+    if release is not None and config.version >= 3 and reads_as_version_2(release):
+        read: ContainerdConfig = context.cached("containerd-read-as-2", lambda: ContainerdConfig(value, read_as=2))
+        return read
+    return config
 
 
 def _walk(value: Any, context: Context) -> Walk:

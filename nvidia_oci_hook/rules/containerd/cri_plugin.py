@@ -334,18 +334,26 @@ CONDITIONAL_SNAPSHOTTERS = {
 
 def _snapshotter_setting(config: ContainerdConfig) -> Optional[tuple[str, str, frozenset[str]]]:
     """(pointer, name, the series that use it) of the CRI plugin's default snapshotter as set in the file. In a
-    version 1 or 2 file only 1.x reads `containerd.snapshotter`: 2.x's migration leaves it behind (measured on
-    2.1.9, whose images plugin keeps overlayfs); in a version 3 file it is the images plugin's."""
+    version 1 or 2 file it is `containerd.snapshotter`, which 2.x moves to the images plugin only where the file's
+    `containerd` table has `runtimes` (measured on 2.1.9; without them its images plugin keeps overlayfs); in a
+    version 3 file it is the images plugin's."""
     if config.version <= 2:
         table, base, series = config.cri_containerd(), f"{config.cri_pointer}/containerd", config.readers & V1X
+        if isinstance(table, dict) and isinstance(table.get("runtimes"), dict):
+            series = config.readers
     else:
         images = config.plugins.get(CRI_IMAGES)
         table, base, series = images, pointer_join("/plugins", CRI_IMAGES), config.readers & V2X
     if not isinstance(table, dict) or not series:
         return None
     name = table.get("snapshotter")
-    if not isinstance(name, str) or not name:
-        return None  # a wrong type is CTD001's; empty takes the default, overlayfs
+    if not isinstance(name, str):
+        return None  # a wrong type is CTD001's
+    if not name:
+        # 1.x takes an empty name for the default, overlayfs; 2.x looks "" up as it is (measured on 2.1.9).
+        series = series & V2X
+        if not series:
+            return None
     return f"{base}/snapshotter", name, frozenset(series)
 
 
@@ -367,8 +375,12 @@ def _snapshotter_failures(config: ContainerdConfig) -> Iterator[CriFailure]:
     if not missing:
         return
     known = sorted(BUILTIN_SNAPSHOTTERS[min(missing)])
-    ignored = config.readers & V2X if config.version <= 2 else frozenset()
-    also = f"; {_who(ignored, 'ignore')} this version {config.version} setting and use overlayfs" if ignored else ""
+    ignored = config.readers - series
+    also = (
+        f"; {_who(ignored, 'leave')} it behind in a file whose containerd table has no runtimes, and use overlayfs"
+        if ignored & V2X
+        else ""
+    )
     yield CriFailure(
         pointer,
         f'snapshotter "{name}" is no snapshot plugin of {describe_series(missing)} and no proxy plugin of this file: '

@@ -19,6 +19,8 @@ from nvidia_oci_hook.kinds.containerd.versions import (
     MAX_CONFIG_VERSION,
     V1X,
     V2X,
+    refuses_version,
+    series_of,
 )
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _first_child, _who, schema_rule
@@ -67,11 +69,24 @@ def unsupported_config_version(value: Any, context: Context) -> Iterator[Problem
     Use `version = 2` for containerd 1.6 and 1.7, `version = 3` for containerd 2.x; `containerd config
     default` prints a file of the version the installed containerd wants.
     """
-    rejected = _reject_version(_config(value, context))
+    config = _config(value, context)
+    hint = "set version = 2 (containerd 1.x) or version = 3 (containerd 2.x)"
+    rejected = _reject_version(config)
     if rejected:
         message, series = rejected
+        yield Problem("/version", message, hint, series=series)
+    release, declared = context.containerd_release, config.declared_version
+    if release is None or not isinstance(declared, int) or isinstance(declared, bool) or declared < 1:
+        return
+    said = refuses_version(release, declared)
+    judged = series_of(release)
+    if said and not (rejected and judged in rejected[1]):
         yield Problem(
-            "/version", message, "set version = 2 (containerd 1.x) or version = 3 (containerd 2.x)", series=series
+            "/version",
+            f'containerd {release} refuses config version {declared} ("{said}" at start-up and in `containerd config '
+            "dump`)",
+            hint,
+            series=frozenset({judged}),
         )
 
 
@@ -275,7 +290,9 @@ def config_version_needs_containerd_2(value: Any, context: Context) -> Iterator[
     config = _config(value, context)
     if config.inherited_version is not None:
         return  # a drop-in read at its root file's version: the root says so
-    if config.version == 3:
+    declared = config.declared_version
+    version = declared if isinstance(declared, int) and not isinstance(declared, bool) else config.version
+    if version == 3:
         yield Problem(
             "/version",
             "config version 3 is read by containerd 2.0 and later only: containerd 1.7.20 and later refuse the file "
@@ -283,7 +300,7 @@ def config_version_needs_containerd_2(value: Any, context: Context) -> Iterator[
             "on containerd 1.x, write a version 2 file",
             series=V1X,
         )
-    elif config.version == 4:
+    elif version == 4:
         yield Problem(
             "/version",
             "config version 4 is read by containerd 2.3 and later only: containerd 2.0 to 2.2 and 1.7.20 and later "
