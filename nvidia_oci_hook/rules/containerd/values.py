@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.containerd.structs import ListOf, MapOf, Scalar
-from nvidia_oci_hook.kinds.containerd.versions import V1X, V2X
+from nvidia_oci_hook.kinds.containerd.versions import ALL, V1X, V2X
 from nvidia_oci_hook.kinds.containerd.walk import TypeIssue, describe_value, go_toml_type, iter_tree, toml_key
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.containerd.config_view import KINDS, _config, _quoted, _runc, _walk, _who, schema_rule
@@ -110,13 +110,20 @@ def wrong_value_type(value: Any, context: Context) -> Iterator[Problem]:
         shown = f" ({_short(issue.value)})" if not isinstance(issue.value, (dict, list)) else ""
         engine = _go_v1_error(issue.value, issue.expected) if issue.series & V1X else None
         reason = f" (containerd 1.x: `{engine}`)" if engine else ""
-        where = "containerd 1.x decodes every plugins entry as a table" if issue.go_type == "toml.Tree" else ""
+        where = (
+            "containerd reads a table (1.x decodes every plugins entry as one, 2.x each plugin's that takes a "
+            "configuration)"
+            if issue.go_type == "toml.Tree"
+            else ""
+        )
         expected = issue.expected.name
+        rest = ALL - issue.series
+        accepted = f"; {_who(rest, 'accept')} this value" if rest else ""
         yield Problem(
             issue.pointer,
             f"{issue.display} is {describe_value(issue.value)}{shown} where "
             + (where or f"containerd reads {expected}")
-            + f": {_who(issue.series, 'refuse')} to load this file{reason}",
+            + f": {_who(issue.series, 'refuse')} to load this file{reason}{accepted}",
             _type_hint(issue),
             series=frozenset(issue.series),
         )
