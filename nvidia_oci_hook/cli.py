@@ -161,7 +161,8 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     multiple=True,
     metavar="NAME=VERSION",
     help="Judge CDI specs with the CDI library this engine release vendors: crio, containerd or podman (repeatable); "
-    "containerd=VERSION also judges containerd configurations as that release reads them.",
+    "containerd=VERSION also judges containerd configurations as that release reads them; crio or containerd "
+    "(VERSION optional) judges CRI container configs for that engine.",
 )
 @_engine_config_options
 @click.pass_context
@@ -215,6 +216,7 @@ def lint(
         settings=settings,
         cdi_judges=judges,
         containerd_release=_containerd_release(engines),
+        cri_engine=_cri_engine(engines),
         containerd_config=containerd_config,
         crio_config=crio_config,
         crio_config_dir=crio_config_dir,
@@ -237,22 +239,30 @@ def lint(
 
 
 def _engine_pairs(engines: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(engine key, version) of each --engine NAME=VERSION; a usage error for any other form."""
+    """(engine key, version) of each --engine NAME=VERSION, or of a bare crio or containerd (version ""), which
+    names the engine a CRI container config is judged for; a usage error for any other form."""
     from nvidia_oci_hook.kinds.cdi.releases import engine_key
 
     pairs = []
     for text in engines:
         name, equals, version = text.partition("=")
         key = engine_key(name)
-        if not equals or key is None or not version:
+        bare = not equals and key in ("crio", "containerd")
+        if key is None or not (bare or version):
             raise click.UsageError(f"--engine {text}: expected NAME=VERSION, NAME one of crio, containerd, podman")
         pairs.append((key, version))
     return pairs
 
 
+def _cri_engine(engines: tuple[str, ...]) -> Optional[str]:
+    """The engine CRI container configs are judged for: the last crio or containerd named by --engine."""
+    named = [key for key, _ in _engine_pairs(engines) if key in ("crio", "containerd")]
+    return named[-1] if named else None
+
+
 def _containerd_release(engines: tuple[str, ...]) -> Optional[str]:
     """The containerd release named by --engine (the last one), which judges containerd configurations."""
-    releases = [version for key, version in _engine_pairs(engines) if key == "containerd"]
+    releases = [version for key, version in _engine_pairs(engines) if key == "containerd" and version]
     return releases[-1] if releases else None
 
 
@@ -268,6 +278,8 @@ def _cdi_judges(cdi_library: Optional[str], engines: tuple[str, ...]) -> tuple[t
             return (Judge(library(cdi_library)),), None
         pairs, reads_no_cdi = [], None
         for key, version in _engine_pairs(engines):
+            if not version:
+                continue  # an engine named for CRI container configs only
             try:
                 engine_judges([(key, version)])
             except ReadsNoCdi as exc:

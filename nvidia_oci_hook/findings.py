@@ -37,6 +37,9 @@ class Problem:
     # The containerd series ("1.6", "2.1") the problem is one for: judged as one release (Context's
     # containerd_series), a problem of other series is not reported. None: every series.
     series: Optional[frozenset[str]] = None
+    # The engines ("crio", "containerd") a CRI container config's problem is one for: judged for one engine
+    # (Context's cri_engine), a problem of the other is not reported. None: both.
+    engines: Optional[frozenset[str]] = None
 
 
 @dataclass(frozen=True)

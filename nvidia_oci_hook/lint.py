@@ -39,6 +39,8 @@ class LintOptions:
     # The containerd release containerd configurations are judged as (--engine containerd=VERSION); none: the
     # release found on the node with --node, else every series.
     containerd_release: Optional[str] = None
+    # The engine CRI container configs are judged for (--engine crio or containerd); none: both.
+    cri_engine: Optional[str] = None
     # With node: engine configuration files named by hand, read where they are (--containerd-config,
     # --crio-config, --crio-config-dir); the host checks stay on host_root.
     containerd_config: Optional[str] = None
@@ -79,6 +81,8 @@ def _finding(rule: Rule, location: Location, problem: Problem) -> Finding:
 def judged(problem: Problem, context: Context) -> Optional[Problem]:
     """The problem as the containerd release judged as sees it: None where it is one of other series only; where
     the release is not modelled, its message says which series judged it."""
+    if context.cri_engine is not None and problem.engines is not None and context.cri_engine not in problem.engines:
+        return None
     series, release = context.containerd_series, context.containerd_release
     if series is None or release is None or problem.series is None:
         return problem
@@ -207,6 +211,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
             settings=options.settings,
             cdi_judges=options.cdi_judges,
             containerd_release=options.containerd_release,
+            cri_engine=options.cri_engine,
         )
 
     def loader(path: str, kind: str) -> Document:

@@ -37,6 +37,7 @@ class CRIDevice:
     container_path: str
     host_path: str
     permissions: str
+    has_permissions: bool = True  # whether the entry gives permissions at all
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class CRIContainerConfig:
                     fields["container_path"] or "",
                     fields["host_path"] or "",
                     fields["permissions"] or "",
+                    fields["permissions"] is not None,
                 )
             )
         return result

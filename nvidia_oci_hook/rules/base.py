@@ -36,6 +36,9 @@ class Context:
     # The containerd release a containerd configuration is judged as (--engine containerd=VERSION, the node's);
     # none: every series, each finding naming those it is for.
     containerd_release: Optional[str] = None
+    # The engine a CRI container config is judged for ("crio", "containerd"; --engine, the node's); none: both,
+    # each finding saying what each one does.
+    cri_engine: Optional[str] = None
     # The linted file as named ("-" for standard input): a config.json's root.path is relative to its directory.
     document_path: str = ""
     memo: dict[str, Any] = field(default_factory=dict)

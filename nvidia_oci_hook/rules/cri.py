@@ -62,7 +62,14 @@ def privileged_device_path_exists(value: Any, context: Context) -> Iterator[Prob
             f"cri-o refuses the container: {CRIO_COLLISION_ERROR} ({device.container_path} exists on the host as "
             f"{info.describe()}, while host_path is {device.host_path})",
             f"remove the stray host node {device.container_path}, or request the device through CDI",
+            engines=CRIO,
         )
+
+
+CRIO, CONTAINERD = frozenset({"crio"}), frozenset({"containerd"})
+# What cri-o 1.37 does with a device whose host path it cannot use, measured (tests/e2e/cri_cases.py): it skips
+# the device without a word, and the container starts without it.
+CRIO_SKIPS = "cri-o skips the device without a word and starts the container without it"
 
 
 @rule("CRI002", "device-host-path-missing", Severity.ERROR, [CRI_CONTAINER], needs_host=True)
@@ -70,13 +77,16 @@ def device_host_path_missing(value: Any, context: Context) -> Iterator[Problem]:
     """A device's host_path does not exist on the host.
 
     ## What it checks
-    Every `devices` entry's `host_path` against the host (links followed). When the same path relative to
-    another driver-root candidate exists, the hint is the rewritten path.
+    Every `devices` entry's non-empty `host_path` against the host (links followed). A relative path is looked up
+    where the engine runs, which this check cannot know: it is reported as missing. When the same path relative
+    to another driver-root candidate exists, the hint is the rewritten path.
 
     ## Why it matters
-    containerd resolves the path while generating the spec and fails the container with
-    `lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory`; cri-o fails likewise. This is the GPU
-    Operator failure where a stale validation marker made the device plugin choose
+    The engines differ, and cri-o's way is the worse one. containerd (1.7.24, 2.1.9) resolves the path while
+    generating the spec and refuses the container: `failed to generate spec: lstat
+    /run/nvidia/driver/dev/nvidiactl: no such file or directory`. cri-o (1.37) skips the device without a word
+    and starts the container without it: the GPU is gone and nothing says so until the workload fails. This is
+    the GPU Operator failure where a stale validation marker made the device plugin choose
     `NVIDIA_DRIVER_ROOT=/run/nvidia/driver` on a node whose driver is installed on the host.
 
     ## Example
@@ -91,19 +101,25 @@ def device_host_path_missing(value: Any, context: Context) -> Iterator[Problem]:
         return
     for device in _config(value, context).devices:
         path = device.host_path
-        if not path.startswith("/") or context.host.exists(path):
+        if not path or (path.startswith("/") and context.host.exists(path)):
             continue
-        rewrite = rewrite_for_existing_root(context.host, context.driver_roots, path)
+        rewrite = rewrite_for_existing_root(context.host, context.driver_roots, path) if path.startswith("/") else None
         hint = (
             f"use {rewrite.rewritten}: the driver is under {rewrite.existing_root}, not {rewrite.missing_root}"
             if rewrite
             else "fix the device plugin's driver root, or create the node"
         )
-        yield Problem(
-            f"{device.pointer}/host_path",
-            f"lstat {path}: {os.strerror(errno.ENOENT).lower()} (containerd and cri-o refuse the container)",
-            hint,
+        missing = f"host_path {path} does not exist on the host" + (
+            "" if path.startswith("/") else " (a relative path)"
         )
+        pointer = f"{device.pointer}/host_path"
+        yield Problem(
+            pointer,
+            f"{missing}: containerd refuses the container (`lstat {path}: {os.strerror(errno.ENOENT).lower()}`)",
+            hint,
+            engines=CONTAINERD,
+        )
+        yield Problem(pointer, f"{missing}: {CRIO_SKIPS} at {device.container_path}", hint, engines=CRIO)
 
 
 @rule("CRI003", "device-host-path-not-device", Severity.ERROR, [CRI_CONTAINER], needs_host=True)
@@ -111,12 +127,14 @@ def device_host_path_not_device(value: Any, context: Context) -> Iterator[Proble
     """A device's host_path exists but is not a device node.
 
     ## What it checks
-    That every `devices` entry's `host_path` is a character or block device on the host (a directory is
-    allowed: both engines then add every device below it).
+    That every `devices` entry's `host_path` is a character or block device on the host. A directory is
+    allowed: both engines then add every device below it.
 
     ## Why it matters
-    containerd and cri-o read the node's type and numbers from the host path; a regular file (an empty
-    placeholder left by a failed driver install, say) makes them refuse the container with "not a device node".
+    containerd (1.7.24, 2.1.9) reads the node's type and numbers from the host path and refuses a regular file:
+    `failed to generate spec: not a device node` (2.1: `get device path: ... error: not a device node`). cri-o
+    (1.37) skips it without a word and starts the container without the device. An empty placeholder left by a
+    failed driver install is the usual cause.
 
     ## Example
     `{"container_path": "/dev/nvidia0", "host_path": "/run/nvidia/driver/dev/nvidia0"}` where that path is an
@@ -133,11 +151,125 @@ def device_host_path_not_device(value: Any, context: Context) -> Iterator[Proble
             continue
         info = context.host.identity(device.host_path)
         if info is not None and not info.is_device and info.type != "directory":
-            yield Problem(
-                f"{device.pointer}/host_path",
-                f"{device.host_path} is {info.describe()} on the host, not a device node",
-                "remove it and let the driver create the node",
+            what = f"{device.host_path} is {info.describe()} on the host, not a device node"
+            hint = "remove it and let the driver create the node"
+            pointer = f"{device.pointer}/host_path"
+            yield Problem(pointer, f"{what}: containerd refuses the container (`not a device node`)", hint,
+                          engines=CONTAINERD)  # fmt: skip
+            yield Problem(pointer, f"{what}: {CRIO_SKIPS} at {device.container_path}", hint, engines=CRIO)
+
+
+@rule("CRI006", "device-permissions-empty", Severity.ERROR, [CRI_CONTAINER])
+def device_permissions_empty(value: Any, context: Context) -> Iterator[Problem]:
+    """A device's permissions are empty or not given.
+
+    ## What it checks
+    Every `devices` entry with a `permissions` that is empty or absent.
+
+    ## Why it matters
+    Neither engine fills in a default: the device-cgroup rule they write has an empty access string, and runc
+    refuses the container (`runc create failed: device access at N field cannot be empty`): cri-o (1.37) when
+    the container is created, containerd (1.7.24, 2.1.9) when it is started. containerd writes no such rule for
+    a privileged container, which is allowed every device, and runs it.
+
+    ## Example
+    `{"container_path": "/dev/nvidia0", "host_path": "/dev/nvidia0"}`
+
+    ## Fix
+    Give the permissions: `"permissions": "rw"` (`rwm` to let the container create the node itself).
+    """
+    config = _config(value, context)
+    for device in config.devices:
+        if not device.permissions:
+            pointer = f"{device.pointer}/permissions" if device.has_permissions else device.pointer
+            what = f"no permissions for {device.container_path or device.host_path}"
+            refusal = "runc refuses the container (`device access at N field cannot be empty`)"
+            hint = 'set "permissions": "rw"'
+            yield Problem(pointer, f"{what}: {refusal} when cri-o creates it", hint, engines=CRIO)
+            if not config.privileged:
+                # containerd allows a privileged container every device and writes no rule of its own for this one.
+                yield Problem(pointer, f"{what}: {refusal} when containerd starts it", hint, engines=CONTAINERD)
+
+
+@rule("CRI007", "device-host-path-empty", Severity.ERROR, [CRI_CONTAINER])
+def device_host_path_empty(value: Any, context: Context) -> Iterator[Problem]:
+    """A device's host_path is empty.
+
+    ## What it checks
+    Every `devices` entry whose `host_path` is empty or absent.
+
+    ## Why it matters
+    containerd (1.7.24, 2.1.9) refuses the container while generating the spec (`lstat : no such file or
+    directory`). cri-o (1.37) reads the empty path as its own working directory and walks it for device nodes,
+    so what the container gets depends on what is there: measured, it started the container without the
+    device, and, once, refused it through runc (`invalid cgroup device type "p"`: a named pipe in that
+    directory). Either way the container does not get the device asked for.
+
+    ## Example
+    `{"container_path": "/dev/nvidia0", "host_path": "", "permissions": "rw"}`
+
+    ## Fix
+    Give the device node's path on the host.
+    """
+    for device in _config(value, context).devices:
+        if not device.host_path:
+            pointer = f"{device.pointer}/host_path"
+            hint = "give the device node's path on the host"
+            yield Problem(pointer, "host_path is empty: containerd refuses the container (`lstat : no such file or "
+                          "directory`)", hint, engines=CONTAINERD)  # fmt: skip
+            walks = (
+                "host_path is empty: cri-o walks its own working directory for device nodes instead, and the "
+                'container starts without the device asked for (or is refused, `invalid cgroup device type "p"`, '
+                "where a named pipe is there)"
             )
+            yield Problem(pointer, walks, hint, engines=CRIO)
+
+
+# The devices every container has (runc's defaults): a path of theirs is a device node in the container already.
+DEFAULT_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"})
+
+
+@rule("CRI008", "device-directory-on-default-device", Severity.ERROR, [CRI_CONTAINER], needs_host=True)
+def device_directory_on_default_device(value: Any, context: Context) -> Iterator[Problem]:
+    """A directory host_path is given the container path of a device every container has.
+
+    ## What it checks
+    A `devices` entry whose `host_path` is a directory on the host and whose `container_path` is one of the
+    devices runc gives every container (`/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom`,
+    `/dev/tty`).
+
+    ## Why it matters
+    Both engines walk a directory and put its nodes below the container path, so that path must become a
+    directory, and it is already a device node: runc refuses the container (`error creating device nodes: mkdir
+    .../dev/null: ...`; containerd's privileged containers: `error reopening /dev/null inside container: open
+    /dev/null: is a directory`). Measured on cri-o 1.37 (unprivileged; a privileged one is CRI001's) and
+    containerd 1.7.24 and 2.1.9.
+
+    ## Example
+    `{"container_path": "/dev/null", "host_path": "/run/nvidia/driver/dev", "permissions": "rw"}`
+
+    ## Fix
+    Give the directory a container path of its own (`/dev/nvidia-caps` for `/dev/nvidia-caps`), or list its
+    device nodes one by one.
+    """
+    if context.host is None:
+        return
+    config = _config(value, context)
+    for device in config.devices:
+        if device.container_path not in DEFAULT_DEVICES or not device.host_path.startswith("/"):
+            continue
+        info = context.host.identity(device.host_path)
+        if info is None or info.type != "directory":
+            continue
+        message = (
+            f"{device.host_path} is a directory, and {device.container_path} is a device every container has: runc "
+            f"refuses the container (`error creating device nodes: mkdir ...{device.container_path}`)"
+        )
+        hint = "give the directory a container path of its own, or list its device nodes one by one"
+        pointer = f"{device.pointer}/container_path"
+        yield Problem(pointer, message, hint, engines=CONTAINERD)
+        if not config.privileged:
+            yield Problem(pointer, message, hint, engines=CRIO)
 
 
 @rule("CRI004", "invalid-cdi-device-request", Severity.ERROR, [CRI_CONTAINER])
@@ -163,16 +295,17 @@ def invalid_cdi_device_request(value: Any, context: Context) -> Iterator[Problem
             yield Problem(f"{request.pointer}/name", reason, "write it as vendor/class=name, e.g. nvidia.com/gpu=0")
 
 
-@rule("CRI005", "invalid-device-permissions", Severity.ERROR, [CRI_CONTAINER])
+@rule("CRI005", "invalid-device-permissions", Severity.WARNING, [CRI_CONTAINER])
 def invalid_device_permissions(value: Any, context: Context) -> Iterator[Problem]:
     """A device's permissions hold letters other than r, w and m.
 
     ## What it checks
-    That every `devices[].permissions` is made of `r`, `w` and `m` only.
+    That every non-empty `devices[].permissions` is made of `r`, `w` and `m` only (an empty one is CRI006's).
 
     ## Why it matters
-    The permissions become the device-cgroup rule's access string; runc refuses any other letter
-    (`invalid device permissions`), and the container does not start.
+    A device-cgroup rule knows read, write and mknod only. The engines do not check the string: cri-o 1.37 and
+    containerd 1.7.24 and 2.1.9 pass `rwx`, `rw-` and `RW` on and the container starts (measured, runc 1.1.5), so
+    the permissions the pod gets are not the ones written. A copy of a file mode is the usual cause.
 
     ## Example
     `{"container_path": "/dev/nvidia0", "host_path": "/dev/nvidia0", "permissions": "rw-"}`
@@ -182,9 +315,10 @@ def invalid_device_permissions(value: Any, context: Context) -> Iterator[Problem
     """
     for device in _config(value, context).devices:
         extra = sorted(set(device.permissions) - set("rwm"))
-        if extra:
+        if device.permissions and extra:
             yield Problem(
                 f"{device.pointer}/permissions",
-                f"permissions {device.permissions!r} for {device.container_path} contain {''.join(extra)!r}",
+                f"permissions {device.permissions!r} for {device.container_path} contain {''.join(extra)!r}, which "
+                "no device rule knows: the engines start the container anyway",
                 "use a combination of r, w and m, such as 'rw'",
             )

@@ -67,18 +67,11 @@ def unresolved_cdi_device(value: Any, context: Context) -> Iterator[Problem]:
 
 def _cri_unresolved(value: Any, context: Context) -> Iterator[Problem]:
     """A CRI container config's CDI requests, resolved as the engine resolves them (engine/cdi.py)."""
-    from nvidia_oci_hook.engine.cdi import read_cache, unresolved_reason
-    from nvidia_oci_hook.engine.requests import annotation_requests
+    from nvidia_oci_hook.engine.cdi import unresolved_reason
 
     assert context.host is not None
     settings = context.settings or Settings()
-    config = CRIContainerConfig(value)
-    wanted = [(request.pointer, request.name) for request in config.cdi_devices]
-    base, annotations = config.annotations
-    wanted.extend((request.pointer, request.name) for request in annotation_requests(annotations, settings, base))
-    if not wanted:
-        return
-    cache = read_cache(context.host, settings.cdi_spec_dirs)
+    wanted, cache = _cri_requests_and_cache(value, context)
     for pointer, name in wanted:
         if cdi_name_error(name) is not None or name in cache.devices:
             continue  # CRI004 and GPU005 name a malformed request
@@ -107,7 +100,7 @@ def invalid_cdi_request(value: Any, context: Context) -> Iterator[Problem]:
     return _findings("REC002", value, context)
 
 
-@rule("REC003", "cdi-device-node-unavailable", Severity.ERROR, [OCI_CONFIG], needs_host=True)
+@rule("REC003", "cdi-device-node-unavailable", Severity.ERROR, [OCI_CONFIG, CRI_CONTAINER], needs_host=True)
 def cdi_device_node_unavailable(value: Any, context: Context) -> Iterator[Problem]:
     """A requested CDI device's node cannot be found on the host.
 
@@ -124,10 +117,68 @@ def cdi_device_node_unavailable(value: Any, context: Context) -> Iterator[Proble
     ## Example
     `{"path": "/dev/nvidia0", "hostPath": "/run/nvidia/driver/dev/nvidia0"}` on a node with no driver container.
 
+    In a CRI container config, the engine's own library does the stat, with no driver root to fall back on:
+    cri-o 1.37 and containerd 1.7.24 and 2.1.9 refuse the container (`CDI device injection failed: failed to
+    inject devices: failed to stat CDI host device "PATH": no such file or directory`, measured).
+
     ## Fix
     Regenerate the CDI spec for the driver root that exists, or give `type`, `major` and `minor` in the spec.
     """
+    if is_cri_container(value):
+        return _cri_missing_nodes(value, context)
     return _findings("REC003", value, context)
+
+
+def _cri_requests_and_cache(value: Any, context: Context) -> tuple[list[tuple[str, str]], Any]:
+    """(pointer, qualified name) of each CDI device a CRI container config asks for (cdi_devices, then the
+    annotations under the configured prefixes), and the spec directories' cache they resolve against (None
+    when nothing is asked)."""
+    from nvidia_oci_hook.engine.cdi import read_cache
+    from nvidia_oci_hook.engine.requests import annotation_requests
+
+    assert context.host is not None
+    settings = context.settings or Settings()
+    config = CRIContainerConfig(value)
+    wanted = [(request.pointer, request.name) for request in config.cdi_devices]
+    base, annotations = config.annotations
+    wanted.extend((request.pointer, request.name) for request in annotation_requests(annotations, settings, base))
+    return wanted, read_cache(context.host, settings.cdi_spec_dirs) if wanted else None
+
+
+def _cri_missing_nodes(value: Any, context: Context) -> Iterator[Problem]:
+    """The host nodes of the CDI devices a CRI config asks for that the engine's library cannot stat."""
+    import stat
+
+    assert context.host is not None
+    wanted, cache = _cri_requests_and_cache(value, context)
+    for pointer, name in wanted:
+        if name not in cache.devices:
+            continue  # REC001's
+        spec, device = cache.devices[name]
+        nodes = [*spec.edits.get("deviceNodes", []), *spec.devices[device].get("deviceNodes", [])]
+        for node in nodes:
+            if not isinstance(node, dict) or not isinstance(node.get("path"), str):
+                continue
+            host_path = node.get("hostPath") or node["path"]
+            kind, major = node.get("type") or "", node.get("major") or 0
+            if kind and (major or kind == "p"):
+                continue  # fully specified: the library does not stat the host
+            info = context.host.lstat(host_path)
+            if info is None:
+                yield Problem(
+                    pointer,
+                    f"CDI device {name}: the engine refuses the container (`CDI device injection failed: failed to "
+                    f'inject devices: failed to stat CDI host device "{host_path}": no such file or directory`), '
+                    f"from {spec.path}",
+                    "regenerate the CDI spec for the driver root that exists (nvidia-ctk cdi generate), or give "
+                    "type, major and minor in the spec",
+                )
+            elif not (stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) or stat.S_ISFIFO(info.st_mode)):
+                yield Problem(
+                    pointer,
+                    f"CDI device {name}: its host node {host_path} is not a device node, from {spec.path}",
+                    "regenerate the CDI spec, or give type, major and minor in the spec",
+                )
 
 
 @rule("REC004", "device-conflict-refused", Severity.ERROR, [OCI_CONFIG], needs_host=True)

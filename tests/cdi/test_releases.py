@@ -203,7 +203,7 @@ def test_lint_judges_with_the_newest_library_and_warns_of_the_engines_that_refus
 @pytest.mark.parametrize(
     "args, message",
     [(["--cdi-library", "2.0"], "no CDI library release '2.0' is modelled"),
-     (["--engine", "containerd"], "expected NAME=VERSION"), (["--engine", "docker=24.0"], "expected NAME=VERSION"),
+     (["--engine", "podman"], "expected NAME=VERSION"), (["--engine", "docker=24.0"], "expected NAME=VERSION"),
      (["--engine", "containerd=1.6.20"], "containerd 1.6.20 does not read CDI specs"),
      (["--cdi-library", "1.0.1", "--engine", "crio=1.34.0"], "give --cdi-library or --engine, not both")],
 )  # fmt: skip

@@ -41,6 +41,19 @@ def node_with_cdi_spec(host: FakeHost, *names: str) -> None:
     )
 
 
+def node_with_cdi_nodes(host: FakeHost, host_paths: dict[str, str]) -> None:
+    """A CDI spec whose devices name these host nodes, on the seeds' node (/dev/nvidia0 there, the driver root
+    empty)."""
+    node_with_stray_devices(host)
+    devices = [
+        {"name": name, "containerEdits": {"deviceNodes": [{"path": f"/dev/nvidia{name}", "hostPath": path}]}}
+        for name, path in host_paths.items()
+    ]
+    host.text(
+        "/var/run/cdi/nvidia.json", json.dumps({"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": devices})
+    )
+
+
 def envs(**variables: str) -> dict[str, Any]:
     return cri(envs=[{"key": key, "value": value} for key, value in variables.items()])
 
@@ -64,8 +77,18 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], Callable[[FakeHost], None
      node_with_stray_devices),
     ("CRI005", cri([device("/dev/nvidia0", "/dev/nvidia0", "rw-")]), cri([device("/dev/nvidia0", "/dev/nvidia0")]),
      node_with_stray_devices),
+    ("CRI006", cri([device("/dev/nvidia0", "/dev/nvidia0", "")]), cri([device("/dev/nvidia0", "/dev/nvidia0")]),
+     node_with_stray_devices),
+    ("CRI006", cri([{"container_path": "/dev/nvidia0", "host_path": "/dev/nvidia0"}]),
+     cri([device("/dev/nvidia0", "/dev/nvidia0", "r")]), node_with_stray_devices),
+    ("CRI007", cri([device("/dev/nvidia0", "")]), cri([device("/dev/nvidia0", "/dev/nvidia0")]),
+     node_with_stray_devices),
+    ("CRI008", cri([device("/dev/null", "/run/nvidia/driver")]), cri([device("/dev/nvidia", "/run/nvidia/driver")]),
+     node_with_stray_devices),
     ("REC001", cri(cdi_devices=[{"name": "nvidia.com/gpu=7"}]), cri(cdi_devices=[{"name": "nvidia.com/gpu=0"}]),
      lambda host: node_with_cdi_spec(host, "0")),
+    ("REC003", cri(cdi_devices=[{"name": "nvidia.com/gpu=0"}]), cri(cdi_devices=[{"name": "nvidia.com/gpu=1"}]),
+     lambda host: node_with_cdi_nodes(host, {"0": "/run/nvidia/driver/dev/nvidia0", "1": "/dev/nvidia0"})),
     ("DRV001", envs(NVIDIA_REQUIRE_CUDA="cuda>=12.8 brand=tesla,driver>=470,driver<471"),
      envs(NVIDIA_REQUIRE_CUDA="cuda>=12.4 brand=tesla,driver>=470,driver<471"), two_gpu_node),
     ("DRV002", envs(NVIDIA_REQUIRE_CUDA="cuda>=13.0 brand=tesla,driver>=550,driver<551"),
@@ -104,9 +127,16 @@ def test_collision_message_quotes_crio_and_the_hint_rewrites_the_root(fake_host:
     assert "privileged container was configured with a device container path that already exists on the host" in (
         collision[0].message
     )
-    missing = [f for f in findings if f.code == "CRI002"]
-    assert missing[0].message.startswith("lstat /run/nvidia/driver/dev/nvidia0: no such file or directory")
-    assert missing[0].hint is not None and missing[0].hint.startswith("use /dev/nvidia0")
+    missing = [f.message for f in findings if f.code == "CRI002" and f.pointer == "/devices/0/host_path"]
+    # Each engine's own outcome: containerd refuses, cri-o starts the container without the device.
+    assert missing == [
+        "host_path /run/nvidia/driver/dev/nvidia0 does not exist on the host: containerd refuses the container "
+        "(`lstat /run/nvidia/driver/dev/nvidia0: no such file or directory`)",
+        "host_path /run/nvidia/driver/dev/nvidia0 does not exist on the host: cri-o skips the device without a word "
+        "and starts the container without it at /dev/nvidia0",
+    ]
+    hints = {f.hint for f in findings if f.code == "CRI002" and f.pointer == "/devices/0/host_path"}
+    assert hints == {"use /dev/nvidia0: the driver is under /, not /run/nvidia/driver"}
 
 
 def test_keys_match_without_regard_to_case() -> None:

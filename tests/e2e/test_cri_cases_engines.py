@@ -1,0 +1,33 @@
+"""The verdicts tests/e2e/test_cri_cases.py holds lint to are what the engines do: every case of
+tests/e2e/cri_cases.py run again on cri-o (../shared/peers) and on containerd 1.7 and 2.1 through CRI. A case
+counts as the same where the engine again runs the container with its devices, or again does not (refused, or
+started without a device): cri-o reads an empty host_path as its working directory, whose contents move a case
+between those two. A few minutes of daemons, so scripts/test runs it once, on Debian's python3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cri_cases import ENGINES, VERDICTS, WITH_DEVICE, measure
+from tests.e2e.crio import skip_reason
+
+pytestmark = [pytest.mark.runtime, pytest.mark.root]
+
+RECORDED: dict[str, dict[str, str]] = json.loads(VERDICTS.read_text())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_recorded_verdicts_are_what_the_engine_does(engine: str, tmp_path: Path) -> None:
+    if engine == "crio" and skip_reason() is not None:
+        pytest.skip(skip_reason())
+    measured = measure(tmp_path, engine)
+    assert sorted(measured) == sorted(RECORDED)
+    changed = [
+        f"{case}: recorded {RECORDED[case][engine]}, now {verdict.verdict} ({verdict.step}: {verdict.error})"
+        for case, verdict in measured.items()
+        if (RECORDED[case][engine] == WITH_DEVICE) != (verdict.verdict == WITH_DEVICE)
+    ]
+    assert not changed, "\n".join(changed)
