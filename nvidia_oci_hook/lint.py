@@ -16,6 +16,7 @@ from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, LOCAL, HostView
 from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for, follow_imports
 from nvidia_oci_hook.kinds.containerd.versions import release_note
+from nvidia_oci_hook.kinds.cri import CRI_CONTAINER
 from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, parse_document
 from nvidia_oci_hook.kinds.schema import schema_problems
 from nvidia_oci_hook.rules.base import Context, Rule, all_rules, selected
@@ -104,6 +105,11 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
     if not document.parsed:
         return sorted(findings, key=Finding.sort_key)
     context.document_path = context.document_path or document.path
+    if document.kind == CRI_CONTAINER and context.cri_engine is None and context.host is not None:
+        from nvidia_oci_hook.node.engines import cri_engine_of
+
+        # Judged for the node's own engine, where it has one (--engine names another).
+        context.cri_engine = cri_engine_of(context.host)
     semantic: list[Finding] = []
     explained: set[str] = set()
     for rule in rules.values():

@@ -190,6 +190,19 @@ def engine_releases(
     return releases, looked
 
 
+def cri_engine_of(host: HostView) -> Optional[str]:
+    """The one CRI engine of the node, which runs its CRI container configs: the daemon running, else the one
+    installed; None where the node has both, or neither."""
+    locations = find_locations(host, versions=False)
+    running = {daemon.engine for daemon in locations.daemons} & {"crio", "containerd"}
+    if len(running) == 1:
+        return running.pop()
+    if running:
+        return None
+    installed = {release.engine for release in installed_engines(host)[0]} & {"crio", "containerd"}
+    return installed.pop() if len(installed) == 1 else None
+
+
 def _in_effect(node: Collection, chosen: ConfigInEffect) -> None:
     if chosen.by_hand or chosen.daemon is not None or chosen.distribution is not None:
         node.looked.append((chosen.path, f"in effect for {ENGINE_NAMES[chosen.engine]}: {chosen.source}"))

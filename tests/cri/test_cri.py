@@ -194,3 +194,29 @@ def test_an_unresolvable_cdi_request_gives_its_reason(fake_host: FakeHost, capsy
         "CDI device example.com/net=1 is unresolvable (not-defined): no spec in /etc/cdi, /var/run/cdi defines it; "
         "defined: example.com/net=0"
     )
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(
+    "packages, engines",
+    [(["containerd"], ["containerd"]), (["cri-o"], ["crio"]), (["containerd", "cri-o"], ["containerd", "crio"]),
+     ([], ["containerd", "crio"])],
+    ids=["containerd-node", "crio-node", "both", "neither"],
+)  # fmt: skip
+def test_a_config_is_judged_for_the_nodes_engine(
+    fake_host: FakeHost, as_root: None, capsys: pytest.CaptureFixture[str], packages: list[str], engines: list[str]
+) -> None:
+    node_with_stray_devices(fake_host)
+    status_file = "".join(f"Package: {p}\nStatus: install ok installed\nVersion: 1.7.24-1\n\n" for p in packages)
+    fake_host.text("/var/lib/dpkg/status", status_file)
+    config = fake_host.root.parent / "missing.json"
+    config.write_text(json.dumps(cri([device("/dev/nvidiactl", "/run/nvidia/driver/dev/nvidiactl")])))
+    main(["lint", "--kind", "cri", "--host-root", str(fake_host.root), "--format", "json", str(config)])
+    (result,) = json.loads(capsys.readouterr().out)["files"]
+    said = sorted("cri-o" if "cri-o skips" in f["message"] else "containerd" for f in result["findings"])
+    assert said == sorted("cri-o" if e == "crio" else "containerd" for e in engines), result
+    # --engine names the engine whatever the node has.
+    main(["lint", "--kind", "cri", "--engine", "crio", "--host-root", str(fake_host.root), "--format", "json",
+          str(config)])  # fmt: skip
+    (result,) = json.loads(capsys.readouterr().out)["files"]
+    assert [f["code"] for f in result["findings"]] == ["CRI002"] and "cri-o skips" in result["findings"][0]["message"]

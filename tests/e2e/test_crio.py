@@ -170,7 +170,7 @@ def test_seed_003_privileged_collision_refused_explained_repaired_then_accepted(
         # The pod's CRI container config, as crictl would take it: lint names the collision.
         config = workdir / "seed-003-container.json"
         config.write_text(json.dumps(MessageToDict(refused.container_config, preserving_proto_field_name=True)))
-        status, out = cli(capsys, "lint", "--kind", "cri", "--format", "json", str(config))
+        status, out = cli(capsys, "lint", "--kind", "cri", "--engine", "crio", "--format", "json", str(config))
         (found,) = json.loads(out)["files"][0]["findings"]
         assert status == 1 and (found["code"], found["pointer"]) == ("CRI001", "/devices/0/container_path"), out
         assert found["message"] == (
