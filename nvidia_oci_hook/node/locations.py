@@ -167,16 +167,32 @@ def _scan(host: HostView, versions: bool) -> list[Daemon]:
     return found
 
 
+def working_directory(host: HostView, pid: int) -> Optional[str]:
+    """A process's working directory as a node path, which its /proc entry names as the node does."""
+    try:
+        return host.readlink(f"/proc/{pid}/cwd")
+    except (OSError, ValueError):
+        return None
+
+
+def crio_working_directory(host: HostView) -> tuple[str, str]:
+    """(the directory, how it is known) that cri-o resolves relative paths against: the running daemon's, else
+    / (systemd's default for a service)."""
+    for daemon in running_daemons(host, versions=False):
+        if daemon.engine == "crio":
+            cwd = working_directory(host, daemon.pid)
+            if cwd is not None:
+                return cwd, f"the working directory of the cri-o running (pid {daemon.pid})"
+    return "/", "cri-o's working directory under systemd"
+
+
 def _absolute(host: HostView, pid: int, path: Optional[str]) -> Optional[str]:
     """A path from a daemon's command line as a node path: a relative one against the daemon's working
-    directory, which its /proc entry names as the node does."""
+    directory."""
     if path is None or path.startswith("/"):
         return path
-    try:
-        cwd = host.readlink(f"/proc/{pid}/cwd")
-    except (OSError, ValueError):
-        return path
-    return posixpath.normpath(posixpath.join(cwd, path))
+    cwd = working_directory(host, pid)
+    return path if cwd is None else posixpath.normpath(posixpath.join(cwd, path))
 
 
 def _daemon_version(host: HostView, pid: int, engine: str) -> Optional[str]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from nvidia_oci_hook.findings import Problem, Severity
@@ -29,7 +31,8 @@ def privileged_device_path_exists(value: Any, context: Context) -> Iterator[Prob
     ## What it checks
     cri-o's own check, in the order it makes it: the container is privileged
     (`linux.security_context.privileged`), a `devices` entry's `container_path` differs from its `host_path`
-    as a raw string, and `container_path` exists on the host (`stat` follows links).
+    as a raw string, and `container_path` exists on the host (`stat` follows links). cri-o stats a relative
+    container path as it is, so in its own working directory: the running daemon's, else `/` (systemd's).
 
     ## Why it matters
     cri-o gives a privileged container every host device, so a device-plugin node whose container path
@@ -52,14 +55,21 @@ def privileged_device_path_exists(value: Any, context: Context) -> Iterator[Prob
     if context.host is None or spec.privileged is None:
         return
     for device in spec.devices:
-        if device.container_path == device.host_path or not device.container_path.startswith("/"):
+        if device.container_path == device.host_path or not device.container_path:
             continue
-        info = context.host.identity(device.container_path)
+        where, looked = device.container_path, ""
+        if not where.startswith("/"):
+            from nvidia_oci_hook.node.locations import crio_working_directory
+
+            cwd, how = context.cached("crio-cwd", partial(crio_working_directory, context.host))
+            where = posixpath.join(cwd, device.container_path)
+            looked = f"the relative {device.container_path} is {where} in {how}, and "
+        info = context.host.identity(where)
         if info is None:
             continue
         yield Problem(
             f"{device.pointer}/container_path",
-            f"cri-o refuses the container: {CRIO_COLLISION_ERROR} ({device.container_path} exists on the host as "
+            f"cri-o refuses the container: {CRIO_COLLISION_ERROR} ({looked}{where} exists on the host as "
             f"{info.describe()}, while host_path is {device.host_path})",
             f"remove the stray host node {device.container_path}, or request the device through CDI",
             engines=CRIO,

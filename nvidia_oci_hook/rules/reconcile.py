@@ -76,7 +76,12 @@ def _cri_unresolved(value: Any, context: Context) -> Iterator[Problem]:
         if cdi_name_error(name) is not None or name in cache.devices:
             continue  # CRI004 and GPU005 name a malformed request
         reason, detail, fix = unresolved_reason(name, cache, settings.cdi_spec_dirs, context.host)
-        yield Problem(pointer, f"CDI device {name} is unresolvable ({reason}): {detail}", fix)
+        yield Problem(
+            pointer,
+            f"CDI device {name} is unresolvable ({reason}): {detail}; cri-o and containerd refuse the container "
+            f"(`CDI device injection failed: unresolvable CDI devices {name}`)",
+            fix,
+        )
 
 
 @rule("REC002", "invalid-cdi-request", Severity.ERROR, [OCI_CONFIG], needs_host=True)

@@ -220,3 +220,14 @@ def test_a_config_is_judged_for_the_nodes_engine(
           str(config)])  # fmt: skip
     (result,) = json.loads(capsys.readouterr().out)["files"]
     assert [f["code"] for f in result["findings"]] == ["CRI002"] and "cri-o skips" in result["findings"][0]["message"]
+
+
+@pytest.mark.root
+def test_a_relative_container_path_is_looked_up_where_crio_runs(fake_host: FakeHost, as_root: None) -> None:
+    node_with_stray_devices(fake_host)
+    value = cri([device("dev/nvidia0", "/run/nvidia/driver/dev/nvidia0")], privileged=True)
+    (collision,) = [f for f in lint_value(value, host_root=fake_host.root) if f.code == "CRI001"]
+    # No cri-o runs on this node: its working directory under systemd, /, is where it looks.
+    assert "the relative dev/nvidia0 is /dev/nvidia0 in cri-o's working directory under systemd" in collision.message
+    assert "CRI001" not in codes(lint_value(cri([device("dev/nvidia9", "/dev/nvidia0")], privileged=True),
+                                            host_root=fake_host.root))  # fmt: skip

@@ -258,6 +258,28 @@ def wrapper_log(workdir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def test_a_relative_container_path_is_looked_up_in_crios_working_directory(
+    crio: CrioDaemon, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cri-o stats a privileged container's relative container path as it is: in its own working directory."""
+    name = f"nvidia-e2e-relative-{os.getpid()}"
+    device = ("/dev/null", name, "rw")
+    assert run_pod_container(crio, command=["true"], privileged=True, devices=[device]).ran
+    placed = crio.workdir / name
+    placed.write_text("")
+    try:
+        refused = run_pod_container(crio, command=["true"], privileged=True, devices=[device])
+        assert (refused.failed_step, refused.error) == ("CreateContainer", COLLISION), refused
+        config = workdir / "relative-container.json"
+        config.write_text(json.dumps(MessageToDict(refused.container_config, preserving_proto_field_name=True)))
+        status, out = cli(capsys, "lint", "--kind", "cri", "--engine", "crio", "--format", "json", str(config))
+        (found,) = json.loads(out)["files"][0]["findings"]
+        assert status == 1 and found["code"] == "CRI001", out
+        assert f"the relative {name} is {placed} in the working directory of the cri-o running" in found["message"]
+    finally:
+        placed.unlink(missing_ok=True)
+
+
 def test_configure_writes_the_drop_in_the_daemon_reads(node: CrioDaemon, crio: CrioDaemon) -> None:
     assert node.node_root is not None
     assert (node.workdir / "configure.out").read_text().splitlines() == [
