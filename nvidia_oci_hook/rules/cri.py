@@ -290,8 +290,9 @@ def invalid_cdi_device_request(value: Any, context: Context) -> Iterator[Problem
     Every `cdi_devices[].name` against the CDI library's syntax for `vendor/class=name`.
 
     ## Why it matters
-    The engine resolves each name against its CDI spec directories and refuses the container with
-    `unresolvable CDI devices` when one does not parse or is not defined.
+    The engine resolves each name against its CDI spec directories and refuses the container when one does not
+    parse or is not defined: `CDI device injection failed: unresolvable CDI devices gpu=0` (cri-o 1.37,
+    containerd 1.7.24 and 2.1.9, measured; containerd's inside `failed to create containerd container`).
 
     ## Example
     `{"cdi_devices": [{"name": "nvidia.com/gpu0"}]}` (no `=`).
@@ -302,7 +303,12 @@ def invalid_cdi_device_request(value: Any, context: Context) -> Iterator[Problem
     for request in _config(value, context).cdi_devices:
         reason = cdi_name_error(request.name)
         if reason is not None:
-            yield Problem(f"{request.pointer}/name", reason, "write it as vendor/class=name, e.g. nvidia.com/gpu=0")
+            yield Problem(
+                f"{request.pointer}/name",
+                f"{reason}: cri-o and containerd refuse the container (`CDI device injection failed: unresolvable CDI "
+                f"devices {request.name}`)",
+                "write it as vendor/class=name, e.g. nvidia.com/gpu=0",
+            )
 
 
 @rule("CRI005", "invalid-device-permissions", Severity.WARNING, [CRI_CONTAINER])
