@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TypeVar, Union
 
-from tests.containerd.real import start_daemon, stop_daemon
+from tests.containerd.real import PRIVATE_RUN, start_daemon, stop_daemon
 from tests.podman_env import busybox_rootfs, unmount_below
 
 # gRPC's fork handlers restart its poller in each forked child; once a channel has existed, the child can abort
@@ -337,9 +337,12 @@ class CRIDaemon(CRIClient):
         enable_cdi: bool = False,
         cdi_spec_dirs: Optional[Sequence[StrPath]] = None,
         containerd: Path = CONTAINERD,
+        private_run: bool = False,
         timeout: float = 30,
     ) -> CRIDaemon:
-        """Start containerd with its CRI plugin and the two images; raises CRIUnavailable (after cleaning up)."""
+        """Start containerd with its CRI plugin and the two images; raises CRIUnavailable (after cleaning up).
+        private_run: in a mount namespace with a /run of its own (containerd 2.x makes its NRI socket there), for
+        callers that look at nothing the daemon writes under /run."""
         if os.geteuid() != 0:
             raise CRIUnavailable("the CRI daemon needs root (mounts, cgroups)")
         catatonit = shutil.which("catatonit", path="/usr/bin:/usr/sbin:/bin:/sbin")
@@ -347,8 +350,9 @@ class CRIDaemon(CRIClient):
             raise CRIUnavailable(f"needs {containerd} and catatonit (Debian packages containerd, catatonit)")
         daemon = cls(Path(tempfile.mkdtemp(prefix="cri", dir="/tmp")), containerd)  # short: socket paths
         try:
+            under = [*PRIVATE_RUN, catatonit, "--"] if private_run else [catatonit, "--"]
             daemon._start(
-                catatonit,
+                under,
                 cri_config(
                     daemon.workdir,
                     binary_name=binary_name,
@@ -363,12 +367,12 @@ class CRIDaemon(CRIClient):
             raise
         return daemon
 
-    def _start(self, catatonit: str, config: str, timeout: float) -> None:
+    def _start(self, under: list[str], config: str, timeout: float) -> None:
         for name in ("cni/bin", "cni/net.d", "logs"):
             (self.workdir / name).mkdir(parents=True)
         archive = write_images_archive(self.workdir / "images")
         deadline = time.monotonic() + timeout
-        self.process = start_daemon(self.containerd, config, self.workdir, under=[catatonit, "--"], timeout=timeout)
+        self.process = start_daemon(self.containerd, config, self.workdir, under=under, timeout=timeout)
         if self.process.poll() is not None or not self.socket.exists():
             raise CRIUnavailable(f"containerd did not start (exit {self.process.poll()}):\n{self.log()[-2000:]}")
         self.connect()

@@ -180,7 +180,7 @@ def measure(workdir: Path, engine: str) -> dict[str, Verdict]:
         binary = CANDIDATES[1] if engine == "containerd-1.7" else CANDIDATES[2]
         daemon = CRIDaemon.start(
             containerd=binary, binary_name=runc, enable_cdi=True, cdi_spec_dirs=[spec_dir],
-            container_annotations=["cdi.k8s.io/*"],
+            container_annotations=["cdi.k8s.io/*"], private_run=True,
         )  # fmt: skip
     with daemon:
         return {case.id: run(daemon, case) for case in cases(node)}
