@@ -80,8 +80,9 @@ def _finding(rule: Rule, location: Location, problem: Problem) -> Finding:
 
 
 def judged(problem: Problem, context: Context) -> Optional[Problem]:
-    """The problem as the containerd release judged as sees it: None where it is one of other series only; where
-    the release is not modelled, its message says which series judged it."""
+    """The problem as the engine and the containerd release judged for see it: None where it is one of the other
+    engine's, or of other containerd series only; where the release is not modelled, its message says which
+    series judged it."""
     if context.cri_engine is not None and problem.engines is not None and context.cri_engine not in problem.engines:
         return None
     series, release = context.containerd_series, context.containerd_release
