@@ -220,7 +220,10 @@ def test_containerd_17s_errors_explained_by_why(containerd17: CRIDaemon, capsys:
     assert unknown.failed_step == "CreateContainer" and unknown.error, unknown
     status, report = why(capsys, containerd17, unknown.error)
     assert [match["signature"] for match in report["matches"]] == ["cdi-unresolvable"], report
-    assert status == 0 and [cause["code"] for cause in report["causes"] if cause["holds"]] == ["REC001"], report
+    holding = [cause["code"] for cause in report["causes"] if cause["holds"]]
+    # The release judged is a running daemon's: where this module's containerd 1.6 also runs, /proc's order
+    # decides which, and 1.6 adds its own cause, CDI off (CTD101). The name's one reason holds either way.
+    assert status == 0 and "REC001" in holding and set(holding) <= {"REC001", "CTD101"}, report
 
 
 @pytest.mark.parametrize("client", ["connected", "broken"])
