@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import traceback
 from typing import Any, Optional
@@ -164,6 +165,11 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     "containerd=VERSION also judges containerd configurations as that release reads them; crio or containerd "
     "(VERSION optional) judges CRI container configs for that engine.",
 )
+@click.option(
+    "--kubernetes-version",
+    metavar="VERSION",
+    help="The cluster's Kubernetes release (1.32): Kubernetes manifests are judged by the APIs it serves.",
+)
 @_engine_config_options
 @click.pass_context
 def lint(
@@ -184,11 +190,13 @@ def lint(
     containerd_config: Optional[str],
     crio_config: Optional[str],
     crio_config_dir: Optional[str],
+    kubernetes_version: Optional[str],
 ) -> None:
     """Lint container specs and the documents that shape them; '-' reads standard input.
 
     Kinds: OCI runtime configs (config.json) and states, CDI specs, hooks.d files, cri-o and containerd
-    configurations, CRI container configs; a directory is read as the engine reads it (CDI spec directory,
+    configurations, CRI container configs, Kubernetes manifests (a file, a stream such as `helm template`
+    output, `kubectl get -o yaml`, a directory of them); a directory is read as the engine reads it (CDI spec directory,
     hooks directory, crio.conf.d). Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage or read
     error.
     """
@@ -220,6 +228,7 @@ def lint(
         containerd_config=containerd_config,
         crio_config=crio_config,
         crio_config_dir=crio_config_dir,
+        kubernetes_version=_kubernetes_version(kubernetes_version),
     )
     if not offline and not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
@@ -252,6 +261,18 @@ def _engine_pairs(engines: tuple[str, ...]) -> list[tuple[str, str]]:
             raise click.UsageError(f"--engine {text}: expected NAME=VERSION, NAME one of crio, containerd, podman")
         pairs.append((key, version))
     return pairs
+
+
+def _kubernetes_version(text: Optional[str]) -> Optional[str]:
+    """MAJOR.MINOR of --kubernetes-version (`v1.32.4` and `1.32` alike)."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"v?(1)\.(\d+)(?:\.\d+)?(?:[-+].*)?", text.strip())
+    if match is None:
+        raise click.BadParameter(
+            f"{text!r} is not a Kubernetes release such as 1.32", param_hint="--kubernetes-version"
+        )
+    return f"{match.group(1)}.{int(match.group(2))}"
 
 
 def _cri_engine(engines: tuple[str, ...]) -> Optional[str]:

@@ -6,7 +6,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from nvidia_oci_hook import io
 from nvidia_oci_hook.config import Settings
@@ -17,7 +17,7 @@ from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for, follow_imports
 from nvidia_oci_hook.kinds.containerd.versions import release_note
 from nvidia_oci_hook.kinds.cri import CRI_CONTAINER
-from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, parse_document
+from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, find_kind, parse_document
 from nvidia_oci_hook.kinds.schema import schema_problems
 from nvidia_oci_hook.rules.base import Context, Rule, all_rules, selected
 
@@ -47,6 +47,8 @@ class LintOptions:
     containerd_config: Optional[str] = None
     crio_config: Optional[str] = None
     crio_config_dir: Optional[str] = None
+    # The cluster's Kubernetes release manifests are judged for (--kubernetes-version).
+    kubernetes_version: Optional[str] = None
 
 
 @dataclass
@@ -113,11 +115,15 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
         context.cri_engine = cri_engine_of(context.host)
     semantic: list[Finding] = []
     explained: set[str] = set()
+    kind = find_kind(document.kind)
+    attribute = kind.attribute if kind is not None else None
     for rule in rules.values():
         if rule.check is None or not rule.applies_to(document.kind):
             continue
         for found in rule.check(document.value, context):
             kept = judged(found, context)
+            if kept is not None and attribute is not None:
+                kept = attribute(document.value, rule.code, kept)
             if kept is None:
                 continue
             semantic.append(_finding(rule, document.locate(kept.pointer), kept))
@@ -203,6 +209,18 @@ def lint_collection(
         lint_collection(part, rules, context_for, results)
 
 
+def run_manifests(documents: Sequence[Document]) -> Optional[Any]:
+    """Every Kubernetes object of the documents given in one run, for the rules that judge one object by others
+    (a RuntimeClass a pod names may be in another file); None where none is a manifest stream."""
+    from nvidia_oci_hook.kinds.kubernetes import KUBERNETES
+    from nvidia_oci_hook.kinds.kubernetes.objects import Manifests, objects
+
+    streams = [document for document in documents if document.kind == KUBERNETES and document.parsed]
+    if not streams:
+        return None
+    return Manifests([obj for document in streams for obj in objects(document.value, document.path)])
+
+
 def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     """Lint every path (a file, '-', or a directory of one kind), and the node's documents with --node.
 
@@ -219,6 +237,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
             cdi_judges=options.cdi_judges,
             containerd_release=options.containerd_release,
             cri_engine=options.cri_engine,
+            kubernetes_version=options.kubernetes_version,
         )
 
     def loader(path: str, kind: str) -> Document:
@@ -240,6 +259,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     # Directories of one kind are read together, in the order given, as the engine reads its list of them
     # (later CDI spec directories win, a hooks file masks its namesake in an earlier directory).
     directories: dict[str, tuple[DirectoryKind, list[str]]] = {}
+    documents: list[Document] = []
     for path in paths:
         if path != "-" and os.path.isdir(path):
             directory_kind = directory_kind_for(path, None if options.kind == AUTO else options.kind)
@@ -247,14 +267,23 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
                 raise io.ReadError(f"{path}: is a directory holding no documents of a kind this tool reads")
             directories.setdefault(directory_kind.name, (directory_kind, []))[1].append(path)
             continue
-        document = load_file(path, options.kind, options)
+        documents.append(load_file(path, options.kind, options))
+    collections = [directory_kind.read(group, loader) for directory_kind, group in directories.values()]
+    manifests = run_manifests([*documents, *(member for c in collections for member in c.documents)])
+    if manifests is not None:
+        plain_context = context_for
+
+        def context_for() -> Context:
+            return dataclasses.replace(plain_context(), manifests=manifests)
+
+    for document in documents:
         # A file that names others (containerd's imports) is linted with them, as its engine reads them.
-        followed = follow_imports(document, loader) if path != "-" else None
+        followed = follow_imports(document, loader) if document.path != "<stdin>" else None
         if followed is not None:
             lint_collection(followed, rules, context_for, results)
             continue
         results.add(document.path, document.kind, lint_document(document, rules, context_for()))
-    for directory_kind, group in directories.values():
-        lint_collection(directory_kind.read(group, loader), rules, context_for, results)
+    for collection in collections:
+        lint_collection(collection, rules, context_for, results)
     node_root = options.host_root if options.node and os.path.abspath(options.host_root) != "/" else ""
     return LintRun(results.sorted(), looked_at, node_root)

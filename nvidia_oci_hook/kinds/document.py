@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from nvidia_oci_hook.findings import Problem
 from nvidia_oci_hook.formats import jsontext
-from nvidia_oci_hook.formats.parsing import EXTENSIONS, LoadProblem, Locator, looks_like_toml, parser_for
+from nvidia_oci_hook.formats.parsing import EXTENSIONS, LoadProblem, Locator, Parsed, looks_like_toml, parser_for
 
 AUTO = "auto"
 OCI_CONFIG = "oci"
@@ -67,6 +68,13 @@ class Kind:
     # Adjusts a parsed document to what this kind's own reader does with the text (a Go decoder that accepts a
     # byte-order mark, or refuses what Python's parser takes); returns the document to lint.
     refine: Optional[Callable[[Document], Document]] = None
+    # A kind that reads its text itself (a stream of documents, in YAML or JSON): its reader, and whether raw text
+    # with its file name is of the kind, asked before any format's parser runs.
+    reader: Optional[Callable[[bytes], Parsed]] = None
+    recognise: Optional[Callable[[str, bytes], bool]] = None
+    # Names the part of the document a rule's problem is about (the object of a manifest stream) in its
+    # message, or drops it where the document silences the rule's code there.
+    attribute: Optional[Callable[[Any, str, Problem], Optional[Problem]]] = None
 
 
 _KINDS: dict[str, Kind] = {}
@@ -89,6 +97,12 @@ def kind_names() -> tuple[str, ...]:
 def get_kind(name: str) -> Kind:
     load_all_kinds()
     return _KINDS[name]
+
+
+def find_kind(name: str) -> Optional[Kind]:
+    """The kind registered as name; None for the kinds of a collection's parts (a cri-o drop-in)."""
+    load_all_kinds()
+    return _KINDS.get(name)
 
 
 _LOADED = False
@@ -131,6 +145,14 @@ def parse_document(path: str, raw: bytes, kind: str = AUTO) -> Document:
     """Parse raw bytes as the given kind, or detect the kind from the file name and the content."""
     load_all_kinds()
     forced = None if kind == AUTO else get_kind(kind)
+    reading = forced
+    if forced is None:
+        reading = next((k for k in kinds() if k.recognise is not None and k.recognise(path, raw)), None)
+    if reading is not None and reading.reader is not None:
+        read = reading.reader(raw)
+        return Document(
+            path, reading.name, read.text, read.value, read.ok, list(read.problems), reading.formats[0], read.locator
+        )
     format_name = format_for(path, forced)
     if forced is None and format_name == "json" and looks_like_toml(raw):
         format_name = "toml"

@@ -41,6 +41,11 @@ class Context:
     cri_engine: Optional[str] = None
     # The linted file as named ("-" for standard input): a config.json's root.path is relative to its directory.
     document_path: str = ""
+    # Every Kubernetes object of the run (all manifest files and streams given together), for the rules that judge
+    # one object by others; None: the document's own.
+    manifests: Optional[Any] = None
+    # The cluster's Kubernetes release (--kubernetes-version, "1.32"); None: not known, nothing judged by it.
+    kubernetes_version: Optional[str] = None
     memo: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -1,0 +1,53 @@
+"""Kubernetes manifests: Pods and the workloads that hold pod templates, RuntimeClasses and DRA objects, as
+`kubectl`, `helm template` and a repository of manifests give them (stream.py reads them, objects.py walks them).
+
+A finding is attributed here to the object and container its pointer is in, and dropped where the object (or
+its pod template) silences its code with the `nvidia-oci-hook.io/ignore` annotation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from nvidia_oci_hook.findings import Problem
+from nvidia_oci_hook.kinds.document import Kind, register_kind
+from nvidia_oci_hook.kinds.kubernetes.objects import container_at, ignored_codes, object_at
+from nvidia_oci_hook.kinds.kubernetes.stream import looks_like_manifests, read_stream
+
+KUBERNETES = "kubernetes"
+
+
+def _silenced(code: str, ignored: frozenset[str]) -> bool:
+    return any(code.startswith(prefix) for prefix in ignored)
+
+
+def attribute(stream: Any, code: str, problem: Problem) -> Optional[Problem]:
+    """The problem with the object and container it is about named first; None where the object silences it."""
+    obj = object_at(stream, problem.pointer)
+    if obj is None:
+        return problem
+    ignored = obj.ignored
+    template = obj.template
+    if template is not None and problem.pointer.startswith(template.pointer + "/"):
+        ignored = ignored | ignored_codes(template.metadata)
+    if _silenced(code, ignored):
+        return None
+    container = container_at(obj, problem.pointer)
+    subject = obj.label if container is None else f"{obj.label}, {container.label}"
+    if problem.message.startswith(subject):
+        return problem
+    return dataclasses.replace(problem, message=f"{subject}: {problem.message}")
+
+
+register_kind(
+    Kind(
+        KUBERNETES,
+        "Kubernetes manifests",
+        ("yaml", "json"),
+        order=12,
+        reader=read_stream,
+        recognise=looks_like_manifests,
+        attribute=attribute,
+    )
+)

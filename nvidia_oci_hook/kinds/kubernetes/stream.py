@@ -1,0 +1,325 @@
+"""A stream of Kubernetes manifests as one document: `helm template` output, `kubectl get -o yaml|json`, a file.
+
+The stream is read as an array of its documents, so `/0` is the first document and `/2/items/7/spec` is the spec
+of the eighth item of the third one (a `kind: List`). Each YAML document is read on its own, so one that does not
+parse is a finding on its line and the others are still judged, as `kubectl apply -f` reads them one by one.
+
+Speed: `kubectl get pods -A -o yaml` of a large cluster is tens of megabytes. Values come from leanyaml (goyaml.v2's
+typing, as sigs.k8s.io/yaml gives the API server), with PyYAML only for a document outside its subset; lines are
+found when a finding asks for one, by walking the block structure of that one object's text, so a clean stream
+never pays for positions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, Optional
+
+from nvidia_oci_hook.formats import jsontext, leanyaml
+from nvidia_oci_hook.formats.parsing import LoadProblem, Locator, Parsed, decode_utf8
+from nvidia_oci_hook.formats.positions import LineIndex, PositionMap
+
+_MARKER = re.compile(r"^---(?=[ \t]|$)", re.MULTILINE)
+# A stream is manifests when a document names both an apiVersion and a CamelCase kind at the top of an object:
+# CDI specs have a `kind` (vendor/class) but no apiVersion, and no other kind this tool reads has either.
+_YAML_API_VERSION = re.compile(rb"^(?:- +)?apiVersion: *[\"']?[A-Za-z0-9./-]+", re.MULTILINE)
+_YAML_KIND = re.compile(rb"^(?:- +| *)kind: *[\"']?[A-Z][A-Za-z0-9]*[\"']? *$", re.MULTILINE)
+_JSON_API_VERSION = re.compile(rb'"apiVersion"\s*:\s*"[A-Za-z0-9./-]+"')
+_JSON_KIND = re.compile(rb'"kind"\s*:\s*"[A-Z][A-Za-z0-9]*"')
+_SNIFF_BYTES = 1 << 16
+
+
+def looks_like_manifests(path: str, raw: bytes) -> bool:
+    head = raw[:_SNIFF_BYTES]
+    if head.lstrip()[:1] in (b"{", b"["):
+        return bool(_JSON_API_VERSION.search(head) and _JSON_KIND.search(head))
+    return bool(_YAML_API_VERSION.search(head) and _YAML_KIND.search(head))
+
+
+def read_stream(raw: bytes) -> Parsed:
+    problems: list[LoadProblem] = []
+    text = decode_utf8(raw, problems)
+    if text[:1] == "\ufeff":
+        text = text[1:]
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    if not text.strip():
+        problems.append(LoadProblem("DOC001", "the file is empty: expected Kubernetes manifests", line=1, column=1))
+        return Parsed(text, None, False, problems, PositionMap(text))
+    if text.lstrip()[:1] in ("{", "["):
+        return _read_json(text, problems)
+    values: list[Any] = []
+    spans: list[tuple[int, int, int]] = []
+    for start, end, first_row in _documents(text):
+        values.append(_read_yaml_document(text[start:end], first_row, problems))
+        spans.append((start, end, first_row))
+    return Parsed(text, values, True, problems, StreamPositions(text, spans))
+
+
+def _documents(text: str) -> list[tuple[int, int, int]]:
+    """(start, end, first row) of each document: a `---` line starts one; text before the first marker is a
+    document only where it holds more than comments."""
+    starts = [match.start() for match in _MARKER.finditer(text)]
+    if not starts or starts[0] != 0:
+        head = text[: starts[0]] if starts else text
+        if any(line.strip() and not line.lstrip().startswith("#") for line in head.split("\n")):
+            starts.insert(0, 0)
+    documents = []
+    row = 0
+    previous = 0
+    for index, start in enumerate(starts):
+        row += text.count("\n", previous, start)
+        previous = start
+        end = starts[index + 1] if index + 1 < len(starts) else len(text)
+        documents.append((start, end, row))
+    return documents
+
+
+def _read_yaml_document(text: str, first_row: int, problems: list[LoadProblem]) -> Any:
+    try:
+        return leanyaml.loads(text)
+    except leanyaml.YAMLSubsetError as exc:
+        if not exc.unsupported:
+            problems.append(LoadProblem("DOC001", f"invalid YAML: {exc.reason}", line=first_row + exc.line + 1))
+            return None
+    except RecursionError:
+        problems.append(LoadProblem("DOC003", "YAML nested deeper than this tool parses", line=first_row + 1))
+        return None
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        reason = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        line = first_row + mark.line + 1 if mark else first_row + 1
+        problems.append(
+            LoadProblem("DOC001", f"invalid YAML: {reason}", line=line, column=mark.column + 1 if mark else None)
+        )
+    except yaml.YAMLError as exc:
+        problems.append(LoadProblem("DOC001", f"invalid YAML: {exc}".replace("\n", " "), line=first_row + 1))
+    except RecursionError:
+        problems.append(LoadProblem("DOC003", "YAML nested deeper than this tool parses", line=first_row + 1))
+    return None
+
+
+def _read_json(text: str, problems: list[LoadProblem]) -> Parsed:
+    from nvidia_oci_hook.formats.parsing import parse_json
+
+    parsed = parse_json(text.encode("utf-8"))
+    problems.extend(parsed.problems)
+    locator: Locator = (
+        _FirstDocument(parsed.locator) if isinstance(parsed.locator, jsontext.Positions) else PositionMap(text)
+    )
+    if not parsed.ok:
+        return Parsed(text, None, False, problems, locator)
+    return Parsed(text, [parsed.value], True, [_in_stream(problem) for problem in problems], locator)
+
+
+def _in_stream(problem: LoadProblem) -> LoadProblem:
+    if not problem.pointer:
+        return problem
+    return LoadProblem(
+        problem.code, problem.message, problem.offset, f"/0{problem.pointer}", problem.line, problem.column
+    )
+
+
+class _FirstDocument:
+    """A JSON file is a stream of one document: its pointers start with /0."""
+
+    def __init__(self, positions: jsontext.Positions) -> None:
+        self.positions = positions
+
+    def locate(self, pointer: str) -> tuple[Optional[int], Optional[int]]:
+        if pointer == "" or pointer == "/0":
+            return self.positions.locate("")
+        if pointer.startswith("/0/"):
+            return self.positions.locate(pointer[2:])
+        return None, None
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        return self.positions.line_col(offset)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lines, found on demand
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+class StreamPositions(LineIndex):
+    """pointer -> (line, column) in a YAML stream, found by walking the block structure of the one object the
+    pointer is in; a pointer the walk cannot follow (flow collections, anchors, quoted keys) gets the line of the
+    deepest node it reached."""
+
+    def __init__(self, text: str, spans: list[tuple[int, int, int]]) -> None:
+        super().__init__(text)
+        self.spans = spans
+        self._items: dict[int, list[int]] = {}
+
+    def locate(self, pointer: str) -> tuple[Optional[int], Optional[int]]:
+        tokens = [_unescape(token) for token in pointer.split("/")[1:]]
+        if not tokens or not tokens[0].isdigit() or int(tokens[0]) >= len(self.spans):
+            return (1, 1) if self.spans else (None, None)
+        start, end, _ = self.spans[int(tokens[0])]
+        first = self._first_content(start, end)
+        if first is None:
+            return self.line_col(start)
+        walker = _Walk(self.text, first, end)
+        offset = walker.follow(tokens[1:], self._item_starts)
+        return self.line_col(int(offset))
+
+    def _first_content(self, start: int, end: int) -> Optional[int]:
+        """The offset of the document's root node: past a `---` marker line and comment or blank lines."""
+        text = self.text
+        offset = start
+        if text.startswith("---", start):
+            rest = text.find("\n", start)
+            after = text[start + 3 : rest if rest != -1 else end].strip()
+            if after and not after.startswith("#"):
+                return start + 3 + (len(text[start + 3 : rest]) - len(text[start + 3 : rest].lstrip()))
+            offset = rest + 1 if rest != -1 else end
+        while offset < end:
+            line_end = text.find("\n", offset, end)
+            line_end = end if line_end == -1 else line_end
+            stripped = text[offset:line_end].strip()
+            if stripped and not stripped.startswith("#"):
+                return offset + (len(text[offset:line_end]) - len(text[offset:line_end].lstrip(" ")))
+            offset = line_end + 1
+        return None
+
+    def _item_starts(self, column: int, start: int, end: int) -> list[int]:
+        """The offsets of the dashes of the block sequence whose first dash is at start, in column: one
+        regular-expression pass, kept for a `kind: List` whose items many findings are in."""
+        cached = self._items.get(start)
+        if cached is None:
+            shallower = rf"^ {{0,{column - 1}}}(?=[^\s#])|" if column else ""
+            pattern = re.compile(rf"^ {{{column}}}(-)(?=[ \t\n]|$)|{shallower}^ {{{column}}}(?=[^\s#-])", re.MULTILINE)
+            cached = []
+            for match in pattern.finditer(self.text, start - column, end):
+                if match.group(1) is None:
+                    break
+                cached.append(match.start(1))
+            self._items[start] = cached
+        return cached
+
+
+class _Walk:
+    """One pointer followed down a block-style YAML text, line by line from the node it starts at."""
+
+    def __init__(self, text: str, offset: int, end: int) -> None:
+        self.text = text
+        self.end = end
+        self.offset = offset
+
+    def column(self, offset: int) -> int:
+        return offset - (self.text.rfind("\n", 0, offset) + 1)
+
+    def line_end(self, offset: int) -> int:
+        found = self.text.find("\n", offset, self.end)
+        return self.end if found == -1 else found
+
+    def lines_after(self, offset: int) -> Iterator[tuple[int, int]]:
+        """(start of the line's content, its indentation) of each content line after the line holding offset."""
+        text = self.text
+        position = self.line_end(offset) + 1
+        while position < self.end:
+            line_end = self.line_end(position)
+            line = text[position:line_end]
+            stripped = line.lstrip(" ")
+            if stripped and stripped[0] != "#":
+                indent = len(line) - len(stripped)
+                yield position + indent, indent
+            position = line_end + 1
+
+    def follow(self, tokens: list[str], item_starts: Any) -> int:
+        """The offset of the node at tokens below the node at self.offset (a mapping member's key), or of the
+        deepest one reached."""
+        reported = walked = self.offset
+        for token in tokens:
+            found = self.child(walked, token, item_starts)
+            if found is None:
+                return reported
+            reported, walked = found
+        return reported
+
+    def child(self, node: int, token: str, item_starts: Any) -> Optional[tuple[int, int]]:
+        """(where the child is reported, where its node is walked from)."""
+        if self.text.startswith("-", node) and self.text[node + 1 : node + 2] in ("", " ", "\t", "\n"):
+            if not token.isdigit():
+                return None
+            found = self.entry(node, int(token), item_starts)
+            return None if found is None else (found, found)
+        return self.member(node, token)
+
+    def entry(self, node: int, index: int, item_starts: Any) -> Optional[int]:
+        column = self.column(node)
+        if index > 64:
+            starts = item_starts(column, node, self.end)
+            return self.entry_content(starts[index]) if index < len(starts) else None
+        if index == 0:
+            return self.entry_content(node)
+        count = 0
+        for start, indent in self.lines_after(node):
+            if indent < column or (indent == column and not self.text.startswith("-", start)):
+                return None
+            if indent == column:
+                count += 1
+                if count == index:
+                    return self.entry_content(start)
+        return None
+
+    def entry_content(self, dash: int) -> int:
+        """A sequence entry's node: after its dash on the same line, else the first line below it."""
+        line_end = self.line_end(dash)
+        after = dash + 1
+        while after < line_end and self.text[after] in " \t":
+            after += 1
+        if after < line_end and self.text[after] != "#":
+            return after
+        for start, indent in self.lines_after(dash):
+            return start if indent > self.column(dash) else dash
+        return dash
+
+    def member(self, node: int, key: str) -> Optional[tuple[int, int]]:
+        """The key's offset (where YAML positions put a member) and its value's, in the block mapping whose
+        first key is at node."""
+        column = self.column(node)
+        if self.is_key(node, key):
+            return node, self.value_of(node, key)
+        for start, indent in self.lines_after(node):
+            if indent < column:
+                return None
+            if indent == column and self.is_key(start, key):
+                return start, self.value_of(start, key)
+        return None
+
+    def is_key(self, offset: int, key: str) -> bool:
+        text = self.text
+        for candidate in (key, f'"{key}"', f"'{key}'"):
+            if text.startswith(candidate, offset):
+                after = offset + len(candidate)
+                if text.startswith(":", after) and text[after + 1 : after + 2] in ("", " ", "\t", "\n"):
+                    return True
+        return False
+
+    def value_of(self, key_offset: int, key: str) -> int:
+        """Where the key's value is walked from: its node on the same line, else the first line below it (a
+        nested collection), else the key itself."""
+        line_end = self.line_end(key_offset)
+        colon = self.text.find(":", key_offset + len(key), line_end)
+        after = colon + 1
+        while after < line_end and self.text[after] in " \t":
+            after += 1
+        if after < line_end and self.text[after] != "#":
+            return after
+        column = self.column(key_offset)
+        for start, indent in self.lines_after(key_offset):
+            if indent > column or (indent == column and self.text.startswith("-", start)):
+                return start
+            break
+        return key_offset
