@@ -141,12 +141,23 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
 def load_file(path: str, kind: str, options: LintOptions, files: HostView = LOCAL) -> Document:
     """Read and parse one file from where it is (files: this machine's as named, or the node's under its host
     root); raises io.ReadError when it cannot be read at all."""
+    from nvidia_oci_hook.kinds.kubernetes import KUBERNETES, MANIFEST_MAX_BYTES, looks_like_manifests
+
     display = "<stdin>" if path == "-" else path
+    # A cluster's manifests (`kubectl get pods -A -o yaml`) outgrow any one container's spec: a stream that may be
+    # one is read up to their own limit, and held to the others' once it is known not to be.
+    limit = options.max_bytes
+    if kind in (AUTO, KUBERNETES) and options.max_bytes == io.DEFAULT_MAX_BYTES:
+        limit = max(limit, MANIFEST_MAX_BYTES)
     try:
-        raw = files.read_bytes(path, options.max_bytes)
+        raw = files.read_bytes(path, limit)
     except io.TooLarge as exc:
         too_large = OCI_CONFIG if kind == AUTO else kind
         return Document(display, too_large, "", load_problems=[LoadProblem("DOC004", str(exc))])
+    if len(raw) > options.max_bytes and kind != KUBERNETES and not looks_like_manifests(display, raw):
+        too_large = OCI_CONFIG if kind == AUTO else kind
+        message = str(io.TooLarge(len(raw), options.max_bytes))
+        return Document(display, too_large, "", load_problems=[LoadProblem("DOC004", message)])
     return parse_document(display, raw, kind)
 
 

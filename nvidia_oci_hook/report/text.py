@@ -29,7 +29,7 @@ def render_text(
         for finding in result.findings:
             where = finding.path
             if finding.line is not None:
-                where += f":{finding.line}:{finding.column}"
+                where += f":{finding.line}" + (f":{finding.column}" if finding.column is not None else "")
             label = finding.severity.label
             if color:
                 label = f"{colors[finding.severity]}{label}\033[0m"

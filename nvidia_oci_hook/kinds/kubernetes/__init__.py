@@ -16,6 +16,10 @@ from nvidia_oci_hook.kinds.kubernetes.objects import container_at, ignored_codes
 from nvidia_oci_hook.kinds.kubernetes.stream import looks_like_manifests, read_stream
 
 KUBERNETES = "kubernetes"
+# `kubectl get pods -A -o yaml` of a 20,000-pod cluster is about 250 MB.
+MANIFEST_MAX_BYTES = 256 * 1024 * 1024
+
+__all__ = ["KUBERNETES", "MANIFEST_MAX_BYTES", "attribute", "looks_like_manifests"]
 
 
 def _silenced(code: str, ignored: frozenset[str]) -> bool:

@@ -4,23 +4,26 @@ The stream is read as an array of its documents, so `/0` is the first document a
 of the eighth item of the third one (a `kind: List`). Each YAML document is read on its own, so one that does not
 parse is a finding on its line and the others are still judged, as `kubectl apply -f` reads them one by one.
 
-Speed: `kubectl get pods -A -o yaml` of a large cluster is tens of megabytes. Values come from leanyaml (goyaml.v2's
-typing, as sigs.k8s.io/yaml gives the API server), with PyYAML only for a document outside its subset; lines are
+Speed: `kubectl get pods -A -o yaml` of a large cluster is tens of megabytes. Values come from blockyaml where the
+text has the shape Go's encoders write, else from leanyaml (both type scalars as goyaml.v2 does, as sigs.k8s.io/yaml
+gives them to the API server), with PyYAML only for a document outside leanyaml's subset; lines are
 found when a finding asks for one, by walking the block structure of that one object's text, so a clean stream
 never pays for positions.
 """
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from nvidia_oci_hook.formats import jsontext, leanyaml
+from nvidia_oci_hook.formats import blockyaml, jsontext, leanyaml
 from nvidia_oci_hook.formats.parsing import LoadProblem, Locator, Parsed, decode_utf8
 from nvidia_oci_hook.formats.positions import LineIndex, PositionMap
 
 _MARKER = re.compile(r"^---(?=[ \t]|$)", re.MULTILINE)
+_CONTENT = re.compile(r"^[ \t]*[^\s#]", re.MULTILINE)
 # A stream is manifests when a document names both an apiVersion and a CamelCase kind at the top of an object:
 # CDI specs have a `kind` (vendor/class) but no apiVersion, and no other kind this tool reads has either.
 _YAML_API_VERSION = re.compile(rb"^(?:- +)?apiVersion: *[\"']?[A-Za-z0-9./-]+", re.MULTILINE)
@@ -51,9 +54,18 @@ def read_stream(raw: bytes) -> Parsed:
         return _read_json(text, problems)
     values: list[Any] = []
     spans: list[tuple[int, int, int]] = []
-    for start, end, first_row in _documents(text):
-        values.append(_read_yaml_document(text[start:end], first_row, problems))
-        spans.append((start, end, first_row))
+    # Millions of new containers and no cycle among them: the cyclic collector would walk them again and again.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for start, end, first_row in _documents(text):
+            values.append(
+                _read_yaml_document(text[start:end] if (start, end) != (0, len(text)) else text, first_row, problems)
+            )
+            spans.append((start, end, first_row))
+    finally:
+        if collecting:
+            gc.enable()
     return Parsed(text, values, True, problems, StreamPositions(text, spans))
 
 
@@ -61,10 +73,8 @@ def _documents(text: str) -> list[tuple[int, int, int]]:
     """(start, end, first row) of each document: a `---` line starts one; text before the first marker is a
     document only where it holds more than comments."""
     starts = [match.start() for match in _MARKER.finditer(text)]
-    if not starts or starts[0] != 0:
-        head = text[: starts[0]] if starts else text
-        if any(line.strip() and not line.lstrip().startswith("#") for line in head.split("\n")):
-            starts.insert(0, 0)
+    if (not starts or starts[0] != 0) and _CONTENT.search(text, 0, starts[0] if starts else len(text)):
+        starts.insert(0, 0)
     documents = []
     row = 0
     previous = 0
@@ -78,10 +88,18 @@ def _documents(text: str) -> list[tuple[int, int, int]]:
 
 def _read_yaml_document(text: str, first_row: int, problems: list[LoadProblem]) -> Any:
     try:
+        if len(text) >= _PARALLEL_BYTES:
+            listed = _read_list_in_parallel(text)
+            if listed is not None:
+                return listed
+        return blockyaml.loads(text)
+    except blockyaml.Unsupported:
+        pass
+    try:
         return leanyaml.loads(text)
     except leanyaml.YAMLSubsetError as exc:
         if not exc.unsupported:
-            problems.append(LoadProblem("DOC001", f"invalid YAML: {exc.reason}", line=first_row + exc.line + 1))
+            problems.append(LoadProblem("DOC001", f"invalid YAML: {exc.reason}", line=first_row + exc.line))
             return None
     except RecursionError:
         problems.append(LoadProblem("DOC003", "YAML nested deeper than this tool parses", line=first_row + 1))
@@ -103,6 +121,86 @@ def _read_yaml_document(text: str, first_row: int, problems: list[LoadProblem]) 
     except RecursionError:
         problems.append(LoadProblem("DOC003", "YAML nested deeper than this tool parses", line=first_row + 1))
     return None
+
+
+# A `kind: List` this large (kubectl's `-o yaml` of some thousand pods) has its items read by as many processes as
+# the machine has cores: each reads a run of items, and the values come back in marshal's format, the fastest the
+# standard library has for plain data.
+_PARALLEL_BYTES = 8 * 1024 * 1024
+_ITEMS = re.compile(r"^items:[ \t]*\n(?=( *)- )", re.MULTILINE)
+
+
+def _read_list_in_parallel(text: str) -> Optional[dict[str, Any]]:
+    """The value of a `kind: List` document read in parts, or None where it has not that shape (or a part is
+    outside blockyaml's), which leaves the whole to the readers one after the other."""
+    import os
+
+    workers = min(os.cpu_count() or 1, 8)
+    found = _ITEMS.search(text)
+    if workers < 2 or found is None:
+        return None
+    column = len(found.group(1))
+    start = found.end()
+    ended = re.compile(rf"^ {{0,{column}}}(?=[^\s#-])" + (rf"|^ {{0,{column - 1}}}-" if column else ""), re.MULTILINE)
+    stop = ended.search(text, start)
+    end = stop.start() if stop else len(text)
+    entry = re.compile(rf"^ {{{column}}}-(?=[ \n])", re.MULTILINE)
+    bounds = [start]
+    for part in range(1, workers):
+        following = entry.search(text, max(bounds[-1] + 1, start + (end - start) * part // workers), end)
+        if following is None:
+            break
+        bounds.append(following.start())
+    bounds.append(end)
+    parts = [text[bounds[index] : bounds[index + 1]] for index in range(len(bounds) - 1)]
+    outside = text[:start] + text[end:]
+    items = _read_parts(parts)
+    if items is None:
+        return None
+    value = blockyaml.loads(outside)
+    if not isinstance(value, dict) or value.get("items") is not None:
+        return None
+    value["items"] = [item for part in items for item in part]
+    return value
+
+
+def _read_parts(parts: list[str]) -> Optional[list[list[Any]]]:
+    import marshal
+    import os
+
+    children = []
+    for part in parts[1:]:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                os.close(read_end)
+                try:
+                    data = marshal.dumps(blockyaml.loads(part))
+                except blockyaml.Unsupported:
+                    data = b""
+                with os.fdopen(write_end, "wb") as sink:
+                    sink.write(data)
+                status = 0
+            finally:
+                # Nothing of the parent's (buffered output, exit handlers) may run twice.
+                os._exit(status)
+        os.close(write_end)
+        children.append((pid, read_end))
+    results: list[Any] = []
+    try:
+        results.append(blockyaml.loads(parts[0]))
+    except blockyaml.Unsupported:
+        results.append(None)
+    for pid, read_end in children:
+        with os.fdopen(read_end, "rb") as source:
+            data = source.read()
+        _, status = os.waitpid(pid, 0)
+        results.append(marshal.loads(data) if data and status == 0 else None)
+    if any(not isinstance(result, list) for result in results):
+        return None
+    return results
 
 
 def _read_json(text: str, problems: list[LoadProblem]) -> Parsed:
