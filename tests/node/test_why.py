@@ -306,19 +306,27 @@ def test_cri_o_runtime_handler_missing_dropped_and_present(
     assert status == 0
     assert signature_and_verdicts(report) == (
         ["crio-runtime-handler-unknown"],
-        {"engines": True, "CRO103": False, "CRO109": False},
+        {"engines": True, "RuntimeClass": True, "CRO103": False, "CRO109": False},
     )
     assert report["causes"][0]["evidence"] == ["cri-o runtime handlers: crun (crun)"]
     assert "[crio.runtime.runtimes.nvidia]" in report["causes"][0]["fix"]
+    assert report["causes"][1]["summary"].startswith("the pod's runtimeClassName names a RuntimeClass whose handler")
+    assert "register a handler nvidia" in report["causes"][1]["fix"]
     assert any("restart" in line for line in report["undecided"])
     # Configured, but its program is gone: cri-o dropped it at start.
     dropped = crio_node(FakeHost(tmp_path / "dropped"), CRIO_CONF + NVIDIA_HANDLER)
     status, report = why(capsys, dropped, text)
-    assert status == 0 and verdicts(report) == {"engines": False, "CRO103": True, "CRO109": False}
+    assert status == 0 and verdicts(report) == {
+        "engines": False,
+        "RuntimeClass": False,
+        "CRO103": True,
+        "CRO109": False,
+    }
     present = crio_node(FakeHost(tmp_path / "present"), CRIO_CONF + NVIDIA_HANDLER)
     present.executable("/usr/local/bin/nvidia-oci-hook-runtime")
     status, report = why(capsys, present, text)
-    assert status == 1 and verdicts(report) == {"engines": False, "CRO103": False, "CRO109": False}
+    assert status == 1
+    assert verdicts(report) == {"engines": False, "RuntimeClass": False, "CRO103": False, "CRO109": False}
 
 
 def test_containerd_runtime_missing_and_present(
@@ -329,12 +337,12 @@ def test_containerd_runtime_missing_and_present(
     assert status == 0
     assert signature_and_verdicts(report) == (
         ["containerd-runtime-handler-unknown"],
-        {"engines": True, "CTD117": False},
+        {"engines": True, "RuntimeClass": True, "CTD117": False},
     )
     assert report["causes"][0]["evidence"] == ["containerd runtime handlers: runc (io.containerd.runc.v2)"]
     configured = containerd_node(FakeHost(tmp_path / "configured"), CONTAINERD_V2 + CONTAINERD_NVIDIA)
     status, report = why(capsys, configured, text)
-    assert status == 1 and verdicts(report) == {"engines": False, "CTD117": False}
+    assert status == 1 and verdicts(report) == {"engines": False, "RuntimeClass": False, "CTD117": False}
 
 
 def test_a_runtime_program_not_found(

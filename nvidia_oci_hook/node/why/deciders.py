@@ -6,6 +6,7 @@ import re
 from typing import Callable, Optional
 
 from nvidia_oci_hook.node.why.causes import Cause, Node, from_check, from_rule, path_missing
+from nvidia_oci_hook.node.why.kubernetes import runtime_class_side
 
 
 def device_path_exists(node: Node, groups: dict[str, str]) -> list[Cause]:
@@ -266,11 +267,12 @@ def runtime_handler_missing(engine: str) -> Callable[[Node, dict[str, str]], lis
                 fix = _HANDLER_FIX[engine].format(name=name, known=known)
                 summary = f"{label}'s configuration defines no runtime handler {name}"
                 listed = Cause("engines", True, summary, evidence, fix)
+        manifest = runtime_class_side(node, engine, name)
         if engine == "crio":
             # cri-o drops a handler whose program is missing or whose table it refuses, with a warning in its log.
-            return [listed] + [from_rule(node, code, f'runtime "{name}"') for code in ("CRO103", "CRO109")]
+            return [listed, manifest] + [from_rule(node, code, f'runtime "{name}"') for code in ("CRO103", "CRO109")]
         # A version 3 drop-in under a version 2 root makes containerd 2.0 to 2.2 ignore the root's runtimes.
-        return [listed, from_rule(node, "CTD117")]
+        return [listed, manifest, from_rule(node, "CTD117")]
 
     return decide
 
@@ -279,6 +281,8 @@ def runtime_handler_undecided(groups: dict[str, str]) -> list[str]:
     return [
         "whether the engine was restarted since the handler was added: cri-o and containerd read their runtime "
         "handlers only at start (systemctl restart crio, or containerd)",
+        f"which RuntimeClass has handler {groups['handler']} and which pods name it: kubectl get runtimeclass -o "
+        "custom-columns=NAME:.metadata.name,HANDLER:.handler, and the pod's .spec.runtimeClassName",
     ]
 
 

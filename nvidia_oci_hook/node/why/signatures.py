@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from nvidia_oci_hook.node.why import deciders
+from nvidia_oci_hook.node.why import deciders, kubernetes
 from nvidia_oci_hook.node.why.causes import Cause, Node
 
 Decide = Callable[[Node, "dict[str, str]"], "list[Cause]"]
@@ -202,6 +202,76 @@ SIGNATURES = (
         re.compile(r"no runtime for \"(?P<handler>[^\"\\]+)\" is configured"),
         deciders.runtime_handler_missing("containerd"),
         deciders.runtime_handler_undecided,
+    ),
+    Signature(
+        "runtimeclass-not-found",
+        "the pod's runtimeClassName names a RuntimeClass the cluster does not have",
+        "kubernetes, read in its 2026 sources (node.k8s.io/v1 since v1.20): the API server's "
+        "plugin/pkg/admission/runtimeclass/admission.go prepareObjects ('pod rejected: RuntimeClass %q not found', "
+        "a Forbidden answer to the pod's creation, or a ReplicaSet's FailedCreate event); kubelet's "
+        "pkg/kubelet/runtimeclass/runtimeclass_manager.go LookupRuntimeHandler, the lister's NotFound "
+        "(staging/src/k8s.io/client-go/listers/node/v1/runtimeclass.go: 'runtimeclass.node.k8s.io %q not found'), "
+        "which pkg/kubelet/kuberuntime/kuberuntime_sandbox.go createPodSandbox wraps ('Failed to create sandbox for "
+        "pod %q: %v') and kuberuntime_manager.go SyncPod records as FailedCreatePodSandBox ('Failed to create pod "
+        "sandbox: %v')",
+        re.compile(
+            r"(?:(?P<admission>pod rejected: )?RuntimeClass|runtimeclass(?:es)?\.node\.k8s\.io) "
+            r"\"(?P<name>[^\"\\\s]+)\" not found"
+        ),
+        kubernetes.runtimeclass_not_found,
+        kubernetes.runtimeclass_not_found_undecided,
+    ),
+    Signature(
+        "device-plugin-no-platform",
+        "NVIDIA's device plugin finds neither NVML nor Tegra in its own container",
+        "NVIDIA k8s-device-plugin v0.16.x internal/plugin/manager/factory.go and v0.17.0 to v0.19.0 "
+        "internal/plugin/factory.go, getResourceManagers ('Incompatible strategy detected %v': resolveStrategy left "
+        "'auto' unresolved); v0.14.x and v0.15.x internal/rm/rm.go NewResourceManagers ('Incompatible platform "
+        "detected'); v0.19.1 to v0.20.0 cmd/nvidia-device-plugin/plugin-manager.go resolveStrategy ('Unsupported "
+        "platform detected; defaulting to nvml', then NVML's initialisation fails)",
+        re.compile(
+            r"Incompatible strategy detected (?P<strategy>\w+)|Incompatible platform detected"
+            r"|Unsupported platform detected; defaulting to nvml"
+        ),
+        kubernetes.device_plugin_no_platform,
+        kubernetes.device_plugin_no_platform_undecided,
+    ),
+    Signature(
+        "nvidia-envvar-unprivileged",
+        "NVIDIA's hook refuses NVIDIA_VISIBLE_DEVICES from an unprivileged container",
+        "nvidia-container-toolkit v1.3.0 to v1.4.0 pkg/container_config.go getDevices (log.Panicln 'insufficient "
+        "privileges to read device list from NVIDIA_VISIBLE_DEVICES envvar': the hook fails, the container is not "
+        "created); v1.4.1 to v1.17.8 getDevices logs 'Ignoring devices specified in NVIDIA_VISIBLE_DEVICES "
+        "(privileged=%v, %v=%v)' (cmd/nvidia-container-runtime-hook/container_config.go at v1.17.8) and v1.18.0 to "
+        "v1.20.0 internal/config/image/cuda_image.go (CUDA).VisibleDevices 'Ignoring devices requested by "
+        "environment variable(s) in unprivileged container: %v': the container starts without GPUs",
+        re.compile(
+            r"insufficient privileges to read device list from NVIDIA_VISIBLE_DEVICES envvar"
+            r"|Ignoring devices specified in NVIDIA_VISIBLE_DEVICES \(privileged=(?P<privileged>true|false)"
+            r"|Ignoring devices requested by environment variable\(s\) in unprivileged container"
+        ),
+        kubernetes.envvar_unprivileged,
+        kubernetes.envvar_unprivileged_undecided,
+    ),
+    Signature(
+        "device-allocate-failed",
+        "kubelet refuses a pod whose device-plugin resource it cannot allocate (UnexpectedAdmissionError)",
+        "kubernetes, read in its 2026 sources: pkg/kubelet/cm/devicemanager/manager.go devicesToAllocate "
+        "('requested number of devices unavailable for %s. Requested: %d, Available: %d'; since PR #116376 "
+        "'cannot allocate unregistered device %s', 'no healthy devices present; cannot allocate unhealthy devices "
+        "%s', 'previously allocated devices are no longer healthy; cannot allocate unhealthy devices %s'), wrapped "
+        "by pkg/kubelet/cm/admission/errors.go ('Allocate failed due to %v, which is unexpected', reason "
+        "UnexpectedAdmissionError; the pod's status message starts 'Pod was rejected: ')",
+        re.compile(
+            r"(?:Allocate failed due to )?(?P<reason>requested number of devices unavailable for [\w./-]+\. "
+            r"Requested: \d+, Available: \d+|(?:no healthy devices present|previously allocated devices are no "
+            r"longer healthy); cannot allocate unhealthy devices [\w./-]+|cannot allocate unregistered device "
+            r"[\w./-]+)(?:, which is unexpected)?"
+            r"|Allocate failed due to (?P<other>.+?), which is unexpected"
+            r"|UnexpectedAdmissionError(?!.*(?:Allocate failed due to|cannot allocate|requested number of devices))"
+        ),
+        kubernetes.allocate_failed,
+        kubernetes.allocate_failed_undecided,
     ),
     Signature(
         "executable-not-found",
