@@ -84,13 +84,14 @@ def _key(text: str, cache: dict[str, Any]) -> Any:
     return found
 
 
-def loads(text: str) -> Any:
-    """The value of the one document in text; raises Unsupported where the text is outside this shape."""
-    if "\t" in text or "\r" in text:
+def loads(text: str, start: int = 0, end: Optional[int] = None) -> Any:
+    """The value of the one document in text (or in text[start:end], which start and end at line starts, read
+    without a copy); raises Unsupported where the text is outside this shape."""
+    size = len(text) if end is None else end
+    if text.find("\t", start, size) != -1 or text.find("\r", start, size) != -1:
         raise Unsupported("tab or carriage return")
     match_line = _LINE.match
-    size = len(text)
-    position = 0
+    position = start
     values: dict[str, Any] = {}
     keys: dict[str, Any] = {}
     missing = keys  # a sentinel no cache holds as a value
@@ -102,7 +103,7 @@ def loads(text: str) -> Any:
     pending: Optional[tuple[Any, Any, int, bool]] = None
     # Line by line without a list of lines, which for a cluster's pods would outweigh the values read from them.
     while position <= size:
-        match = match_line(text, position)
+        match = match_line(text, position, size)
         position = match.end() + 1  # type: ignore[union-attr]
         indent, dash, key, rest = match.groups()  # type: ignore[union-attr]
         if key is None and dash is None:

@@ -152,9 +152,9 @@ def _read_list_in_parallel(text: str) -> Optional[dict[str, Any]]:
             break
         bounds.append(following.start())
     bounds.append(end)
-    parts = [text[bounds[index] : bounds[index + 1]] for index in range(len(bounds) - 1)]
+    parts = [(bounds[index], bounds[index + 1]) for index in range(len(bounds) - 1)]
     outside = text[:start] + text[end:]
-    items = _read_parts(parts)
+    items = _read_parts(text, parts)
     if items is None:
         return None
     value = blockyaml.loads(outside)
@@ -164,12 +164,12 @@ def _read_list_in_parallel(text: str) -> Optional[dict[str, Any]]:
     return value
 
 
-def _read_parts(parts: list[str]) -> Optional[list[list[Any]]]:
+def _read_parts(text: str, parts: list[tuple[int, int]]) -> Optional[list[list[Any]]]:
     import marshal
     import os
 
     children = []
-    for part in parts[1:]:
+    for part_start, part_end in parts[1:]:
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -177,7 +177,7 @@ def _read_parts(parts: list[str]) -> Optional[list[list[Any]]]:
             try:
                 os.close(read_end)
                 try:
-                    data = marshal.dumps(blockyaml.loads(part))
+                    data = marshal.dumps(blockyaml.loads(text, part_start, part_end))
                 except blockyaml.Unsupported:
                     data = b""
                 with os.fdopen(write_end, "wb") as sink:
@@ -190,7 +190,7 @@ def _read_parts(parts: list[str]) -> Optional[list[list[Any]]]:
         children.append((pid, read_end))
     results: list[Any] = []
     try:
-        results.append(blockyaml.loads(parts[0]))
+        results.append(blockyaml.loads(text, *parts[0]))
     except blockyaml.Unsupported:
         results.append(None)
     for pid, read_end in children:
