@@ -34,6 +34,8 @@ _NOT_PLAIN = frozenset("?:,[]{}#&*!|>%@`\t")
 _CACHE_LENGTH = 12
 
 MAP, SEQ = 0, 1
+# The end of a block whose key stands at a column: the next content line indented no deeper.
+_BLOCK_ENDS: dict[int, re.Pattern[str]] = {}
 
 
 def _plain(text: str, cache: dict[str, Any]) -> Any:
@@ -84,9 +86,14 @@ def _key(text: str, cache: dict[str, Any]) -> Any:
     return found
 
 
-def loads(text: str, start: int = 0, end: Optional[int] = None) -> Any:
+def loads(text: str, start: int = 0, end: Optional[int] = None, prune: frozenset[str] = frozenset()) -> Any:
     """The value of the one document in text (or in text[start:end], which start and end at line starts, read
-    without a copy); raises Unsupported where the text is outside this shape."""
+    without a copy); raises Unsupported where the text is outside this shape.
+
+    prune: keys whose block is passed over unread in a Kubernetes object (a mapping whose `apiVersion` came
+    before them, as Go's encoders sort it): `status`, which the API server writes and no check reads, is a third
+    of `kubectl get pods -o yaml`.
+    """
     size = len(text) if end is None else end
     if text.find("\t", start, size) != -1 or text.find("\r", start, size) != -1:
         raise Unsupported("tab or carriage return")
@@ -160,6 +167,14 @@ def loads(text: str, start: int = 0, end: Optional[int] = None) -> Any:
         if typed in container:
             raise Unsupported("duplicate key")
         if not rest:
+            if typed in prune and "apiVersion" in container:
+                # The rest of the key's block: every line below it indented deeper (or a comment or blank line).
+                ends = _BLOCK_ENDS.get(column)
+                if ends is None:
+                    ends = _BLOCK_ENDS[column] = re.compile(rf"^ {{0,{column}}}(?=[^ \n#])", re.MULTILINE)
+                after = ends.search(text, position, size)
+                position = after.start() if after is not None else size + 1
+                continue
             container[typed] = None
             pending = (container, typed, column, True)
             continue

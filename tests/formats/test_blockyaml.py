@@ -173,3 +173,18 @@ metadata:
 def test_what_it_passes_on(text: str) -> None:
     with pytest.raises(blockyaml.Unsupported):
         blockyaml.loads(text)
+
+
+def test_prune_passes_over_an_objects_status_and_nothing_else() -> None:
+    text = (
+        "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Pod\n  spec:\n    status: kept\n  status:\n"
+        "    conditions:\n    - type: Ready\n\n    # a comment\n    phase: Running\n- kind: Pod\n  status:\n"
+        "    phase: Pending\nkind: List\nstatus:\n  x: 1\n"
+    )
+    value = blockyaml.loads(text, prune=frozenset({"status"}))
+    assert value["items"][0] == {"apiVersion": "v1", "kind": "Pod", "spec": {"status": "kept"}}
+    # Without an apiVersion before it, a mapping is no object: its status is read.
+    assert value["items"][1] == {"kind": "Pod", "status": {"phase": "Pending"}}
+    assert "status" not in value and value["kind"] == "List"
+    unpruned = blockyaml.loads(text)
+    assert unpruned["items"][0]["status"]["phase"] == "Running"

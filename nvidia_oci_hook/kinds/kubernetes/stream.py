@@ -22,6 +22,8 @@ from nvidia_oci_hook.formats import blockyaml, jsontext, leanyaml
 from nvidia_oci_hook.formats.parsing import LoadProblem, Locator, Parsed, decode_utf8
 from nvidia_oci_hook.formats.positions import LineIndex, PositionMap
 
+# What the API server writes and no check reads: an object's status is passed over unread where blockyaml reads it.
+UNREAD = frozenset({"status"})
 _MARKER = re.compile(r"^---(?=[ \t]|$)", re.MULTILINE)
 _CONTENT = re.compile(r"^[ \t]*[^\s#]", re.MULTILINE)
 # A stream is manifests when a document names both an apiVersion and a CamelCase kind at the top of an object:
@@ -92,7 +94,7 @@ def _read_yaml_document(text: str, first_row: int, problems: list[LoadProblem]) 
             listed = _read_list_in_parallel(text)
             if listed is not None:
                 return listed
-        return blockyaml.loads(text)
+        return blockyaml.loads(text, prune=UNREAD)
     except blockyaml.Unsupported:
         pass
     try:
@@ -157,7 +159,7 @@ def _read_list_in_parallel(text: str) -> Optional[dict[str, Any]]:
     items = _read_parts(text, parts)
     if items is None:
         return None
-    value = blockyaml.loads(outside)
+    value = blockyaml.loads(outside, prune=UNREAD)
     if not isinstance(value, dict) or value.get("items") is not None:
         return None
     value["items"] = [item for part in items for item in part]
@@ -177,7 +179,7 @@ def _read_parts(text: str, parts: list[tuple[int, int]]) -> Optional[list[list[A
             try:
                 os.close(read_end)
                 try:
-                    data = marshal.dumps(blockyaml.loads(text, part_start, part_end))
+                    data = marshal.dumps(blockyaml.loads(text, part_start, part_end, UNREAD))
                 except blockyaml.Unsupported:
                     data = b""
                 with os.fdopen(write_end, "wb") as sink:
@@ -190,7 +192,7 @@ def _read_parts(text: str, parts: list[tuple[int, int]]) -> Optional[list[list[A
         children.append((pid, read_end))
     results: list[Any] = []
     try:
-        results.append(blockyaml.loads(text, *parts[0]))
+        results.append(blockyaml.loads(text, *parts[0], UNREAD))
     except blockyaml.Unsupported:
         results.append(None)
     for pid, read_end in children:
