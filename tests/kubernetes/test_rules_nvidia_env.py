@@ -1,0 +1,311 @@
+"""K8S002, K8S004-K8S006: the NVIDIA_* environment a pod gives its containers, from env and from the command line."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.kubernetes.cases import Case, check_case, lint_manifest, manifest
+from tests.kubernetes.schemas import validate
+
+# Seed 000 (NVIDIA/gpu-operator #508): the device plugin's command of GPU Operator 22.9, exactly.
+SEED_000 = (
+    "[[ -f /run/nvidia/validations/host-driver-ready ]] && driver_root=/ || driver_root=/run/nvidia/driver; "
+    "export NVIDIA_DRIVER_ROOT=$driver_root; exec nvidia-device-plugin;"
+)
+WAIT_THEN_FIXED = (
+    "until [ -f /run/nvidia/validations/toolkit-ready ]; do echo waiting; sleep 5; done; "
+    "export NVIDIA_DRIVER_ROOT=/run/nvidia/driver; exec nvidia-device-plugin;"
+)
+
+PLUGIN = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: nvidia-device-plugin-daemonset, namespace: gpu-operator}
+spec:
+  selector: {matchLabels: {app: plugin}}
+  template:
+    metadata: {labels: {app: plugin}}
+    spec:
+      containers:
+      - name: nvidia-device-plugin
+        image: nvcr.io/nvidia/k8s-device-plugin:v0.13.0
+        command: [bash, -c]
+        args:
+        - "COMMAND"
+"""
+
+BLOCK = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: nvidia-mig-manager, namespace: gpu-operator}
+spec:
+  selector: {matchLabels: {app: mig}}
+  template:
+    metadata: {labels: {app: mig}}
+    spec:
+      containers:
+      - name: nvidia-mig-manager
+        image: nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.10.0
+        securityContext: {privileged: true}
+        command: [/bin/sh, -c]
+        args:
+        - |
+          until [ -f /run/nvidia/validations/toolkit-ready ]; do sleep 5; done
+          set -o allexport
+          . /run/nvidia/validations/driver-ready
+          exec nvidia-mig-manager
+"""
+
+# GPU Operator >= 24.6: the entrypoint is a ConfigMap key mounted over /bin/entrypoint.sh.
+ENTRYPOINT = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: nvidia-device-plugin-entrypoint, namespace: gpu-operator}
+data:
+  entrypoint.sh: |-
+    #!/bin/sh
+    until [ -f /run/nvidia/validations/driver-ready ]; do sleep 5; done
+    set -o allexport
+    . /run/nvidia/validations/driver-ready
+    exec nvidia-device-plugin
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: nvidia-device-plugin-daemonset, namespace: gpu-operator}
+spec:
+  selector: {matchLabels: {app: plugin}}
+  template:
+    metadata: {labels: {app: plugin}}
+    spec:
+      containers:
+      - name: nvidia-device-plugin
+        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.0
+        command: [/bin/sh, -c]
+        args: [/bin/entrypoint.sh]
+        securityContext: {privileged: true}
+        volumeMounts:
+        - {name: entrypoint, mountPath: /bin/entrypoint.sh, subPath: entrypoint.sh, readOnly: true}
+      volumes:
+      - name: entrypoint
+        configMap: {name: nvidia-device-plugin-entrypoint, defaultMode: 448}
+"""
+
+NOTEBOOK = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: notebook, namespace: ml}
+spec:
+  selector: {matchLabels: {app: notebook}}
+  template:
+    metadata: {labels: {app: notebook}}
+    spec:
+      containers:
+      - name: jupyter
+        image: IMAGE
+        resources: {limits: {cpu: "2"}}
+        env:
+        - {name: NVIDIA_VISIBLE_DEVICES, value: VALUE}
+"""
+
+EXPORTER = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: gpu-exporter}
+spec:
+  selector: {matchLabels: {app: exporter}}
+  template:
+    metadata: {labels: {app: exporter}}
+    spec:
+      containers:
+      - name: exporter
+        image: IMAGE
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+        env:
+        - {name: NVIDIA_VISIBLE_DEVICES, value: all}
+        - {name: NVIDIA_DRIVER_CAPABILITIES, value: "compute,utility"}
+"""
+
+CAPABILITIES_ONLY = """
+apiVersion: v1
+kind: Pod
+metadata: {name: encoder}
+spec:
+  containers:
+  - name: main
+    image: nvcr.io/nvidia/cuda:12.8.0-base-ubuntu24.04
+    env:
+    - {name: NVIDIA_DRIVER_CAPABILITIES, value: "compute,video"}
+"""
+
+GPU_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer}
+spec:
+  containers:
+  - name: main
+    image: nvcr.io/nvidia/pytorch:25.01-py3
+    resources: {limits: {nvidia.com/gpu: 1}}
+    securityContext: {privileged: false}
+    env:
+    - {name: NAME, value: "VALUE"}
+"""
+
+
+def _gpu_pod(name: str, value: str, privileged: bool = False) -> str:
+    text = GPU_POD.replace("NAME", name).replace("VALUE", value)
+    return text.replace("privileged: false", "privileged: true") if privileged else text
+
+
+CASES = [
+    Case(
+        "K8S002",
+        PLUGIN.replace("COMMAND", SEED_000),
+        PLUGIN.replace("COMMAND", WAIT_THEN_FIXED),
+        id="seed-000",
+        line=14,
+    ),
+    Case(
+        "K8S002",
+        BLOCK,
+        BLOCK.replace(". /run/nvidia/validations/driver-ready", "export NVIDIA_DRIVER_ROOT=/"),
+        id="sourced-driver-ready",
+        line=15,
+    ),
+    Case(
+        "K8S002",
+        ENTRYPOINT,
+        ENTRYPOINT.replace(". /run/nvidia/validations/driver-ready", "export NVIDIA_DRIVER_ROOT=/run/nvidia/driver"),
+        id="configmap-entrypoint",
+        line=24,
+    ),
+    Case(
+        "K8S004",
+        NOTEBOOK.replace("IMAGE", "jupyter/scipy-notebook").replace("VALUE", "all"),
+        NOTEBOOK.replace("IMAGE", "jupyter/scipy-notebook").replace("VALUE", "void"),
+        line=14,
+    ),
+    Case(
+        "K8S004",
+        EXPORTER.replace("IMAGE", "registry.example/gpu-exporter:1"),
+        EXPORTER.replace("IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
+        id="not-nvidia-component",
+    ),
+    Case(
+        "K8S004",
+        CAPABILITIES_ONLY,
+        CAPABILITIES_ONLY + "    - {name: NVIDIA_VISIBLE_DEVICES, value: void}\n",
+        id="left-to-the-image",
+        line=9,
+    ),
+    Case("K8S005", _gpu_pod("NVIDIA_VISIBLE_DEVICES", "all"), _gpu_pod("NVIDIA_DRIVER_CAPABILITIES", "all"), line=11),
+    Case(
+        "K8S006",
+        _gpu_pod("NVIDIA_DRIVER_CAPABILITIES", "compute,graphic"),
+        _gpu_pod("NVIDIA_DRIVER_CAPABILITIES", "compute,graphics"),
+        id="capability",
+        line=11,
+    ),
+    Case(
+        "K8S006",
+        _gpu_pod("NVIDIA_REQUIRE_CUDA", "cuda=>12.0"),
+        _gpu_pod("NVIDIA_REQUIRE_CUDA", "cuda>=12.0"),
+        id="requirement",
+    ),
+    Case(
+        "K8S006",
+        _gpu_pod("NVIDIA_MIG_MONITOR_DEVICES", "all"),
+        _gpu_pod("NVIDIA_MIG_MONITOR_DEVICES", "all", privileged=True),
+        id="mig-unprivileged",
+    ),
+    Case(
+        "K8S006",
+        _gpu_pod("NVIDIA_VISIBLE_DEVICES", "gpu0"),
+        _gpu_pod("NVIDIA_VISIBLE_DEVICES", "0"),
+        id="device-form",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_trigger_and_twin(case: Case) -> None:
+    check_case(case)
+
+
+def _fired(text: str, code: str) -> list[str]:
+    return [f.message for f in lint_manifest(text) if f.code == code]
+
+
+def test_k8s002_quotes_what_the_gpu_pods_then_fail_with() -> None:
+    (message,) = _fired(PLUGIN.replace("COMMAND", SEED_000), "K8S002")
+    assert "chooses driver_root by whether /run/nvidia/validations/host-driver-ready exists" in message
+    assert "lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory" in message
+    (message,) = _fired(ENTRYPOINT, "K8S002")
+    assert "runs /bin/entrypoint.sh (ConfigMap nvidia-device-plugin-entrypoint key entrypoint.sh)" in message
+
+
+def test_k8s002_a_script_of_another_namespace_is_not_the_one_mounted() -> None:
+    other = ENTRYPOINT.replace("{name: nvidia-device-plugin-entrypoint, namespace: gpu-operator}", "{name: x}", 1)
+    other = other.replace("name: x}", "name: nvidia-device-plugin-entrypoint, namespace: elsewhere}")
+    assert not _fired(other, "K8S002")
+
+
+def test_k8s004_leaves_privileged_node_agents_alone() -> None:
+    agent = EXPORTER.replace("IMAGE", "registry.example/gpu-exporter:1").replace(
+        "{allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}", "{privileged: true}"
+    )
+    assert not _fired(agent, "K8S004")
+    # The same container in a Deployment takes GPUs nobody scheduled.
+    assert _fired(agent.replace("kind: DaemonSet", "kind: Deployment"), "K8S004")
+
+
+def test_k8s005_says_what_the_container_gets() -> None:
+    (message,) = _fired(_gpu_pod("NVIDIA_VISIBLE_DEVICES", "void"), "K8S005")
+    assert "gets no GPU at all" in message
+
+
+def test_k8s006_quotes_nvidias_refusals() -> None:
+    (message,) = _fired(_gpu_pod("NVIDIA_DRIVER_CAPABILITIES", "compute,graphic"), "K8S006")
+    assert "unsupported capabilities found in 'compute,graphic' (allowed 'compute')" in message
+    assert "graphic -> graphics" not in message  # the spelling goes in the hint
+    (message,) = _fired(_gpu_pod("NVIDIA_MIG_CONFIG_DEVICES", "all"), "K8S006")
+    assert "cannot set MIG_CONFIG_DEVICES in non privileged container" in message
+    (message,) = _fired(_gpu_pod("NVIDIA_REQUIRE_CUDA", "cuda=>12.0"), "K8S006")
+    assert "nvidia-container-cli: requirement error: invalid expression" in message
+
+
+def test_k8s006_leaves_unknowable_values_alone() -> None:
+    assert not _fired(_gpu_pod("NVIDIA_DRIVER_CAPABILITIES", "$(CAPS)"), "K8S006")
+    disabled = _gpu_pod("NVIDIA_REQUIRE_CUDA", "cuda=>12.0") + "    - {name: NVIDIA_DISABLE_REQUIRE, value: 'true'}\n"
+    assert not _fired(disabled, "K8S006")
+
+
+def test_the_clean_twins_are_objects_the_api_accepts() -> None:
+    documents = [doc for case in CASES for doc in yaml.safe_load_all(manifest(case.clean)) if doc]
+    assert validate([(doc, "1.35") for doc in documents]) == [None] * len(documents)
+
+
+def test_k8s006_leaves_containers_that_get_no_device_alone() -> None:
+    void = _gpu_pod("NVIDIA_MIG_CONFIG_DEVICES", "all") + "    - {name: NVIDIA_VISIBLE_DEVICES, value: void}\n"
+    assert not _fired(void, "K8S006")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "[ -f /run/nvidia/validations/toolkit-ready ] || exit 1; export NVIDIA_DRIVER_ROOT=/; exec plugin",
+        "if [ -f /run/nvidia/validations/toolkit-ready ]; then echo ready; fi; export DRIVER_ROOT=/; exec plugin",
+    ],
+)
+def test_k8s002_a_marker_that_guards_a_fixed_root_chooses_nothing(command: str) -> None:
+    assert not _fired(PLUGIN.replace("COMMAND", command), "K8S002")
+
+
+def test_k8s002_an_if_that_chooses_the_root() -> None:
+    command = (
+        "if [[ -f /run/nvidia/validations/host-driver-ready ]]; then driver_root=/; "
+        "elif [[ -f /run/nvidia/validations/driver-ready ]]; then driver_root=/run/nvidia/driver; fi; "
+        "export NVIDIA_DRIVER_ROOT=$driver_root"
+    )
+    assert _fired(PLUGIN.replace("COMMAND", command), "K8S002")
