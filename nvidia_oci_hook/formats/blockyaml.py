@@ -1,7 +1,7 @@
 """The block-style YAML that kubectl, helm and Go's YAML encoders write, read at the speed a cluster's manifests need.
 
 `kubectl get pods -A -o yaml` of a large cluster is tens of megabytes of one shape: block mappings and sequences,
-one `key: value` or `- value` a line, plain or simply quoted scalars, `{}` and `[]`. Each line is read by one
+one `key: value` or `- value` a line, plain or simply quoted scalars, literal block scalars, `{}` and `[]`. Each line is read by one
 regular expression and placed by its indentation; scalars are typed as leanyaml types them (goyaml.v2's rules, as
 sigs.k8s.io/yaml gives them to the API server). Anything else (block scalars, flow collections with content,
 anchors, tags, comments after a value, keys that repeat, plain scalars on several lines, tabs) raises
@@ -76,6 +76,54 @@ def _scalar(text: str, cache: dict[str, Any]) -> Any:
     return _plain(text, cache)
 
 
+_CHOMPING = {"|": 0, "|-": -1, "|+": 1}
+
+
+def _literal(text: str, position: int, size: int, container: int, chomping: int) -> tuple[str, int]:
+    """The literal block scalar whose lines start at position, below a header at a collection's column
+    container, and where the next line after it starts: as leanyaml reads one, without its indentation indicator
+    (which raises Unsupported, as a folded scalar does)."""
+    breaks = 0
+    most = 0
+    lines: list[str] = []
+    indent = -1
+    leading_break = False
+    while position <= size:
+        line_end = text.find("\n", position, size)
+        if line_end == -1:
+            if position < size:
+                raise Unsupported("a block scalar's last line without a line break")
+            break
+        line = text[position:line_end]
+        spaces = len(line) - len(line.lstrip(" "))
+        if indent < 0:
+            most = max(most, spaces)
+            if spaces == len(line):
+                breaks += 1
+                position = line_end + 1
+                continue
+            indent = max(most, container + 1, 1)
+        if spaces == len(line) and spaces <= indent:
+            breaks += 1
+            position = line_end + 1
+            continue
+        if spaces < indent:
+            break
+        if leading_break:
+            lines.append("\n")
+        if breaks:
+            lines.append("\n" * breaks)
+            breaks = 0
+        lines.append(line[indent:])
+        leading_break = True
+        position = line_end + 1
+    if chomping != -1 and leading_break:
+        lines.append("\n")
+    if chomping == 1 and breaks:
+        lines.append("\n" * breaks)
+    return "".join(lines), position
+
+
 def _key(text: str, cache: dict[str, Any]) -> Any:
     if text[0] in "'\"":
         return text[1:-1]
@@ -147,7 +195,10 @@ def loads(text: str, start: int = 0, end: Optional[int] = None, prune: frozenset
             if frame_kind != SEQ:
                 raise Unsupported("sequence entry in a mapping")
             if key is None:
-                if rest:
+                if rest in _CHOMPING:
+                    literal, position = _literal(text, position, size, column, _CHOMPING[rest])
+                    container.append(literal)
+                elif rest:
                     container.append(_scalar(rest, values))
                 else:
                     container.append(None)
@@ -171,12 +222,15 @@ def loads(text: str, start: int = 0, end: Optional[int] = None, prune: frozenset
                 # The rest of the key's block: every line below it indented deeper (or a comment or blank line).
                 ends = _BLOCK_ENDS.get(column)
                 if ends is None:
-                    ends = _BLOCK_ENDS[column] = re.compile(rf"^ {{0,{column}}}(?=[^ \n#])", re.MULTILINE)
-                after = ends.search(text, position, size)
-                position = after.start() if after is not None else size + 1
+                    ends = _BLOCK_ENDS[column] = re.compile(rf"\n {{0,{column}}}(?=[^ \n#])")
+                after = ends.search(text, position - 1, size)
+                position = after.start() + 1 if after is not None else size + 1
                 continue
             container[typed] = None
             pending = (container, typed, column, True)
+            continue
+        if rest in _CHOMPING:
+            container[typed], position = _literal(text, position, size, column, _CHOMPING[rest])
             continue
         if rest[0] in "'\"{[" or len(rest) > _CACHE_LENGTH:
             container[typed] = _scalar(rest, values)

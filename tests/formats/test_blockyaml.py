@@ -119,6 +119,28 @@ def test_agrees_with_leanyaml_on_the_repositorys_yaml() -> None:
     assert read > 10
 
 
+LITERALS = [
+    "a: |\n  one\n  two\nb: 1\n",
+    "a: |-\n  one\n\n  two\n\n\nb: 1\n",
+    "a: |+\n  one\n   \n\nb: 1\n",
+    "a: |\n\n    deeper first\n  shallower ends it\n",
+    "a: |\nb: 1\n",
+    "a: |-\n\n\nb: 1\n",
+    "a: |+\n\n\nb: 1\n",
+    "- |\n  in a sequence\n    indented more\n- |-\n  x\n",
+    "- a: |\n    set -e\n    if [ -f x ]; then\n      echo 'y: z' # not a comment\n    fi\n  b: 2\n",
+    "a:\n  b: |\n      six\n     \n      spaces\n  c: 1\n",
+    "a: |\n  x\n      \n  y\n",
+    "a: |\n   x\n  y\n",
+]
+
+
+def test_literal_block_scalars_as_leanyaml_reads_them() -> None:
+    read = [text for text in LITERALS if _agree(text)]
+    # Two are not YAML at all (a line less indented than the scalar's first, where a key was due).
+    assert len(read) == len(LITERALS) - 2
+
+
 def test_kubectl_shape_is_read_without_falling_back() -> None:
     text = """apiVersion: v1
 items:
@@ -160,7 +182,9 @@ metadata:
 @pytest.mark.parametrize(
     "text",
     [
-        "a: |\n  literal\n",  # block scalar
+        "a: >\n  folded\n",  # a folded block scalar
+        "a: |2\n  literal\n",  # an indentation indicator
+        "a: |\n  literal",  # no line break after its last line
         "a: [1, 2]\n",  # flow with content
         "a: &x 1\nb: *x\n",  # anchors
         "a: b # comment\n",  # a comment after a value

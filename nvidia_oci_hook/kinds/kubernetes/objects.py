@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from functools import cached_property
+from typing import Any, NamedTuple, Optional
 
 from nvidia_oci_hook.formats.jsontext import pointer_join
 
@@ -115,7 +116,7 @@ class KubeObject:
     def ignored(self) -> frozenset[str]:
         return ignored_codes(self.metadata)
 
-    @property
+    @cached_property
     def template(self) -> Optional[PodTemplate]:
         """The pod template of a workload (a Pod's own metadata and spec), None for other kinds."""
         path = WORKLOADS.get(self.kind, (frozenset(), None))[1]
@@ -144,7 +145,7 @@ class PodTemplate:
     def spec(self) -> dict[str, Any]:
         return _mapping(self.value.get("spec"))
 
-    @property
+    @cached_property
     def spec_pointer(self) -> str:
         return pointer_join(self.pointer, "spec")
 
@@ -153,15 +154,28 @@ class PodTemplate:
         return _mapping(self.metadata.get("annotations"))
 
     def containers(self, sections: tuple[str, ...] = CONTAINER_SECTIONS) -> Iterator[Container]:
+        if sections == CONTAINER_SECTIONS:
+            return iter(self._containers)
+        return (container for container in self._containers if container.section in sections)
+
+    # Every rule walks the containers: each is made once, and what it reads of itself is kept (cached_property).
+    @cached_property
+    def _containers(self) -> list[Container]:
         spec = self.spec
-        for section in sections:
+        found = []
+        for section in CONTAINER_SECTIONS:
             base = pointer_join(self.spec_pointer, section)
             for index, value in enumerate(_list(spec.get(section))):
                 if isinstance(value, dict):
-                    yield Container(self, f"{base}/{index}", section, value)
+                    found.append(Container(self, f"{base}/{index}", section, value))
+        return found
 
     def volumes(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """name -> (pointer, volume)."""
+        return self._volumes
+
+    @cached_property
+    def _volumes(self) -> dict[str, tuple[str, dict[str, Any]]]:
         base = pointer_join(self.spec_pointer, "volumes")
         found: dict[str, tuple[str, dict[str, Any]]] = {}
         for index, volume in enumerate(_list(self.spec.get("volumes"))):
@@ -190,16 +204,16 @@ class PodTemplate:
         return found
 
 
-@dataclass(frozen=True)
-class EnvVar:
+# Tuples, not dataclasses: a cluster's pods hold hundreds of thousands of them, and a frozen dataclass takes
+# several times as long to make.
+class EnvVar(NamedTuple):
     pointer: str
     name: str
     value: Optional[str]  # None: valueFrom, or no value
     from_source: bool = False
 
 
-@dataclass(frozen=True)
-class Mount:
+class Mount(NamedTuple):
     pointer: str
     name: str
     mount_path: str  # normalised
@@ -234,20 +248,29 @@ class Container:
         return _text(self.value.get("image"))
 
     def env(self) -> list[EnvVar]:
-        base = pointer_join(self.pointer, "env")
+        return self._env
+
+    @cached_property
+    def _env(self) -> list[EnvVar]:
+        entries = self.value.get("env")
+        if not isinstance(entries, list):
+            return []
+        base = f"{self.pointer}/env/"
         found = []
-        for index, entry in enumerate(_list(self.value.get("env"))):
-            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-                value = entry.get("value")
-                found.append(
-                    EnvVar(
-                        f"{base}/{index}",
-                        entry["name"],
-                        value if isinstance(value, str) else None,
-                        "valueFrom" in entry,
+        for index, entry in enumerate(entries):
+            if isinstance(entry, dict):
+                name = entry.get("name")
+                if isinstance(name, str):
+                    value = entry.get("value")
+                    found.append(
+                        EnvVar(base + str(index), name, value if isinstance(value, str) else None, "valueFrom" in entry)
                     )
-                )
         return found
+
+    @cached_property
+    def env_by_name(self) -> dict[str, EnvVar]:
+        """The entry that wins for each name: kubelet keeps the last of several."""
+        return {entry.name: entry for entry in self._env}
 
     def env_value(self, name: str) -> Optional[EnvVar]:
         """The entry that wins for name: kubelet keeps the last of several (and the pod's after the plugin's)."""
@@ -258,6 +281,10 @@ class Container:
         return found
 
     def mounts(self) -> list[Mount]:
+        return self._mounts
+
+    @cached_property
+    def _mounts(self) -> list[Mount]:
         base = pointer_join(self.pointer, "volumeMounts")
         found: list[Mount] = []
         for index, entry in enumerate(_list(self.value.get("volumeMounts"))):
@@ -275,23 +302,38 @@ class Container:
 
     def resources(self, which: str) -> dict[str, tuple[str, Any]]:
         """resources.requests or resources.limits: name -> (pointer, quantity as written)."""
+        return self._resources.get(which, {})
+
+    @cached_property
+    def _resources(self) -> dict[str, dict[str, tuple[str, Any]]]:
         resources = _mapping(self.value.get("resources"))
-        base = pointer_join(pointer_join(self.pointer, "resources"), which)
-        return {
-            name: (pointer_join(base, name), quantity)
-            for name, quantity in _mapping(resources.get(which)).items()
-            if isinstance(name, str)
-        }
+        found = {}
+        for which in ("requests", "limits"):
+            base = f"{self.pointer}/resources/{which}"
+            found[which] = {
+                name: (pointer_join(base, name), quantity)
+                for name, quantity in _mapping(resources.get(which)).items()
+                if isinstance(name, str)
+            }
+        return found
 
     def gpu_resources(self) -> dict[str, tuple[str, Any]]:
         """The NVIDIA GPU resources asked, from limits (where the API server takes an extended resource's
         request from) then requests: name -> (pointer, quantity)."""
+        return self._gpu_resources
+
+    @cached_property
+    def _gpu_resources(self) -> dict[str, tuple[str, Any]]:
         found = {name: entry for name, entry in self.resources("requests").items() if is_gpu_resource(name)}
         found.update({name: entry for name, entry in self.resources("limits").items() if is_gpu_resource(name)})
         return found
 
     def claims(self) -> list[tuple[str, str]]:
         """resources.claims: (pointer, the pod claim's name)."""
+        return self._claims
+
+    @cached_property
+    def _claims(self) -> list[tuple[str, str]]:
         resources = _mapping(self.value.get("resources"))
         base = pointer_join(pointer_join(self.pointer, "resources"), "claims")
         return [
@@ -336,7 +378,7 @@ class Container:
 
 def normalise_path(path: str) -> str:
     """A path as the kubelet compares it: `/dev/` and `/dev` are one place, `//dev/.` too."""
-    if not path:
+    if not path or (path[0] == "/" and "//" not in path and "/." not in path and (path == "/" or path[-1] != "/")):
         return path
     import posixpath
 
@@ -386,6 +428,15 @@ class Manifests:
     a DeviceClass a claim names): every manifest file and stream given in one run."""
 
     objects: list[KubeObject] = field(default_factory=list)
+
+    def in_file(self, path: str) -> Optional[list[KubeObject]]:
+        """The objects of one file, in stream order; None for a file not among them."""
+        if not hasattr(self, "_by_path"):
+            by_path: dict[str, list[KubeObject]] = {}
+            for obj in self.objects:
+                by_path.setdefault(obj.path, []).append(obj)
+            self._by_path = by_path
+        return self._by_path.get(path)
 
     def of_kind(self, kind: str) -> list[KubeObject]:
         return [obj for obj in self.objects if obj.kind == kind]

@@ -24,7 +24,6 @@ from nvidia_oci_hook.formats.positions import LineIndex, PositionMap
 
 # What the API server writes and no check reads: an object's status is passed over unread where blockyaml reads it.
 UNREAD = frozenset({"status"})
-_MARKER = re.compile(r"^---(?=[ \t]|$)", re.MULTILINE)
 _CONTENT = re.compile(r"^[ \t]*[^\s#]", re.MULTILINE)
 # A stream is manifests when a document names both an apiVersion and a CamelCase kind at the top of an object:
 # CDI specs have a `kind` (vendor/class) but no apiVersion, and no other kind this tool reads has either.
@@ -66,6 +65,10 @@ def read_stream(raw: bytes) -> Parsed:
             )
             spans.append((start, end, first_row))
     finally:
+        if len(text) >= _FREEZE_BYTES:
+            # Checks that make small objects by the hundred thousand would otherwise start the collector's full
+            # passes over these millions again and again: the values stay until the process ends anyway.
+            gc.freeze()
         if collecting:
             gc.enable()
     return Parsed(text, values, True, problems, StreamPositions(text, spans))
@@ -74,7 +77,13 @@ def read_stream(raw: bytes) -> Parsed:
 def _documents(text: str) -> list[tuple[int, int, int]]:
     """(start, end, first row) of each document: a `---` line starts one; text before the first marker is a
     document only where it holds more than comments."""
-    starts = [match.start() for match in _MARKER.finditer(text)]
+    # str.find, not a MULTILINE regular expression, which would try every offset of tens of megabytes.
+    starts = [0] if text.startswith("---") and text[3:4] in ("", " ", "\t", "\n") else []
+    marker = text.find("\n---")
+    while marker != -1:
+        if text[marker + 4 : marker + 5] in ("", " ", "\t", "\n"):
+            starts.append(marker + 1)
+        marker = text.find("\n---", marker + 4)
     if (not starts or starts[0] != 0) and _CONTENT.search(text, 0, starts[0] if starts else len(text)):
         starts.insert(0, 0)
     documents = []
@@ -129,7 +138,8 @@ def _read_yaml_document(text: str, first_row: int, problems: list[LoadProblem]) 
 # the machine has cores: each reads a run of items, and the values come back in marshal's format, the fastest the
 # standard library has for plain data.
 _PARALLEL_BYTES = 8 * 1024 * 1024
-_ITEMS = re.compile(r"^items:[ \t]*\n(?=( *)- )", re.MULTILINE)
+_FREEZE_BYTES = 8 * 1024 * 1024
+_ITEMS = re.compile(r"\nitems:[ \t]*\n(?=( *)- )")
 
 
 def _read_list_in_parallel(text: str) -> Optional[dict[str, Any]]:
@@ -138,21 +148,23 @@ def _read_list_in_parallel(text: str) -> Optional[dict[str, Any]]:
     import os
 
     workers = min(os.cpu_count() or 1, 8)
+    # Each regular expression here starts with a line break, which it searches for as fast as str.find does;
+    # one that starts with a MULTILINE `^` would try every offset of tens of megabytes.
     found = _ITEMS.search(text)
     if workers < 2 or found is None:
         return None
     column = len(found.group(1))
     start = found.end()
-    ended = re.compile(rf"^ {{0,{column}}}(?=[^\s#-])" + (rf"|^ {{0,{column - 1}}}-" if column else ""), re.MULTILINE)
-    stop = ended.search(text, start)
-    end = stop.start() if stop else len(text)
-    entry = re.compile(rf"^ {{{column}}}-(?=[ \n])", re.MULTILINE)
+    shallower = rf"| {{0,{column - 1}}}-" if column else ""
+    stop = re.compile(rf"\n(?: {{0,{column}}}(?=[^\s#-]){shallower})").search(text, start)
+    end = stop.start() + 1 if stop else len(text)
+    entry = re.compile(rf"\n {{{column}}}-(?=[ \n])")
     bounds = [start]
     for part in range(1, workers):
-        following = entry.search(text, max(bounds[-1] + 1, start + (end - start) * part // workers), end)
+        following = entry.search(text, max(bounds[-1], start + (end - start) * part // workers), end - 1)
         if following is None:
             break
-        bounds.append(following.start())
+        bounds.append(following.start() + 1)
     bounds.append(end)
     parts = [(bounds[index], bounds[index + 1]) for index in range(len(bounds) - 1)]
     outside = text[:start] + text[end:]
@@ -247,6 +259,9 @@ class _FirstDocument:
 # Lines, found on demand
 
 
+_CHECKPOINT = 1 << 16
+
+
 def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
@@ -260,6 +275,8 @@ class StreamPositions(LineIndex):
         super().__init__(text)
         self.spans = spans
         self._items: dict[int, list[int]] = {}
+        # The rows before every _CHECKPOINT-th character.
+        self._checkpoints: Optional[list[int]] = None
 
     def locate(self, pointer: str) -> tuple[Optional[int], Optional[int]]:
         tokens = [_unescape(token) for token in pointer.split("/")[1:]]
@@ -294,18 +311,31 @@ class StreamPositions(LineIndex):
 
     def _item_starts(self, column: int, start: int, end: int) -> list[int]:
         """The offsets of the dashes of the block sequence whose first dash is at start, in column: one
-        regular-expression pass, kept for a `kind: List` whose items many findings are in."""
+        regular-expression pass (starting with a line break, which it finds as fast as str.find), kept for a
+        `kind: List` whose items many findings are in."""
         cached = self._items.get(start)
         if cached is None:
-            shallower = rf"^ {{0,{column - 1}}}(?=[^\s#])|" if column else ""
-            pattern = re.compile(rf"^ {{{column}}}(-)(?=[ \t\n]|$)|{shallower}^ {{{column}}}(?=[^\s#-])", re.MULTILINE)
-            cached = []
-            for match in pattern.finditer(self.text, start - column, end):
+            shallower = rf" {{0,{column - 1}}}(?=[^\s#])|" if column else ""
+            pattern = re.compile(rf"\n(?: {{{column}}}(-)(?=[ \t\n]|$)|{shallower} {{{column}}}(?=[^\s#-]))")
+            cached = [start]
+            for match in pattern.finditer(self.text, start, end):
                 if match.group(1) is None:
                     break
                 cached.append(match.start(1))
             self._items[start] = cached
         return cached
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """Counted from the nearest of a few checkpoints, not from a table of every line of tens of megabytes."""
+        if self._checkpoints is None:
+            rows = [0]
+            text = self.text
+            for chunk in range(_CHECKPOINT, len(text) + 1, _CHECKPOINT):
+                rows.append(rows[-1] + text.count("\n", chunk - _CHECKPOINT, chunk))
+            self._checkpoints = rows
+        chunk = offset // _CHECKPOINT
+        row = self._checkpoints[chunk] + self.text.count("\n", chunk * _CHECKPOINT, offset)
+        return row + 1, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
 
 
 class _Walk:

@@ -23,8 +23,16 @@ _COMPONENTS = (
 
 
 def document_objects(value: Any, context: Context) -> list[KubeObject]:
-    """The judged objects of the document being linted, in stream order."""
-    return context.cached("k8s-objects", lambda: list(objects(value, context.document_path)))  # type: ignore[no-any-return]
+    """The judged objects of the document being linted, in stream order: those the run already walked."""
+
+    def build() -> list[KubeObject]:
+        if isinstance(context.manifests, Manifests):
+            walked = context.manifests.in_file(context.document_path)
+            if walked is not None:
+                return walked
+        return list(objects(value, context.document_path))
+
+    return context.cached("k8s-objects", build)  # type: ignore[no-any-return]
 
 
 def document_templates(value: Any, context: Context) -> list[PodTemplate]:

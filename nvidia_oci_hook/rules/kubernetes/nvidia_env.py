@@ -233,10 +233,7 @@ def _value_pointer(entry: EnvVar) -> str:
 
 def _env(container: Container) -> dict[str, EnvVar]:
     """The winning entry of each name."""
-    found: dict[str, EnvVar] = {}
-    for entry in container.env():
-        found[entry.name] = entry
-    return found
+    return container.env_by_name
 
 
 def _requirement_entries(env: dict[str, EnvVar]) -> list[EnvVar]:
