@@ -12,6 +12,36 @@ from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document, run_manifests
 from nvidia_oci_hook.rules.base import Context
 
+# Seed 003 in a manifest: NVIDIA's DRA driver's kubelet plugin with the host's /dev mounted over its own (K8S001).
+DRA_PLUGIN = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: nvidia-dra-driver
+  namespace: nvidia-system
+spec:
+  selector:
+    matchLabels: {app: dra}
+  template:
+    metadata:
+      labels: {app: dra}
+    spec:
+      containers:
+      - name: plugin
+        image: nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0
+        securityContext: {privileged: true}
+        volumeMounts:
+        - name: host-dev
+          mountPath: /dev
+      volumes:
+      - name: host-dev
+        hostPath: {path: /dev}
+"""
+# The line of its finding: the mountPath.
+DRA_PLUGIN_MOUNT_LINE = DRA_PLUGIN.splitlines().index("          mountPath: /dev") + 1
+# Its fix.
+DRA_PLUGIN_FIXED = DRA_PLUGIN.replace("mountPath: /dev", "mountPath: /host/dev")
+
 
 @dataclass(frozen=True)
 class Case:

@@ -18,35 +18,13 @@ from nvidia_oci_hook.kinds.document import parse_document
 from nvidia_oci_hook.kinds.kubernetes import stream
 from nvidia_oci_hook.kinds.kubernetes.objects import objects
 from nvidia_oci_hook.lint import LintOptions, lint_paths
-from tests.kubernetes.cases import lint_manifest, manifest
-
-BAD_PLUGIN = """
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: nvidia-dra-driver
-  namespace: nvidia-system{annotations}
-spec:
-  selector: {{matchLabels: {{app: dra}}}}
-  template:
-    metadata:
-      labels: {{app: dra}}{template_annotations}
-    spec:
-      containers:
-      - name: plugin
-        image: nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0
-        volumeMounts:
-        - name: host-dev
-          mountPath: /dev
-      volumes:
-      - name: host-dev
-        hostPath:
-          path: /dev
-"""
+from tests.kubernetes.cases import DRA_PLUGIN, DRA_PLUGIN_MOUNT_LINE, lint_manifest, manifest
 
 
 def bad_plugin(annotations: str = "", template_annotations: str = "") -> str:
-    return BAD_PLUGIN.format(annotations=annotations, template_annotations=template_annotations)
+    """The K8S001 DaemonSet, with annotations on the object and on its pod template."""
+    text = DRA_PLUGIN.replace("  namespace: nvidia-system\n", f"  namespace: nvidia-system{annotations}\n")
+    return text.replace("      labels: {app: dra}\n", f"      labels: {{app: dra}}{template_annotations}\n")
 
 
 def _pointers(value: Any, base: str = "") -> list[str]:
@@ -247,5 +225,4 @@ def test_cli_stdin_sarif_carries_the_line_and_exit_status() -> None:
     (run,) = json.loads(result.stdout)["runs"]
     (finding,) = run["results"]
     assert finding["ruleId"] == "K8S001"
-    line = manifest(bad_plugin()).decode().splitlines().index("          mountPath: /dev") + 1
-    assert finding["locations"][0]["physicalLocation"]["region"]["startLine"] == line
+    assert finding["locations"][0]["physicalLocation"]["region"]["startLine"] == DRA_PLUGIN_MOUNT_LINE

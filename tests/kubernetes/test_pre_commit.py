@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.kubernetes.cases import DRA_PLUGIN, DRA_PLUGIN_MOUNT_LINE
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 # Not resolved: a virtualenv's python is a link to the system's, and its pre-commit is beside the link.
 PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
@@ -25,31 +27,7 @@ HOOK = "nvidia-oci-hook-lint"
 
 pytestmark = pytest.mark.skipif(not PRE_COMMIT.is_file(), reason=f"pre-commit is not installed ({PRE_COMMIT})")
 
-DRA_DRIVER = """\
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: nvidia-dra-driver
-  namespace: nvidia-system
-spec:
-  selector:
-    matchLabels: {app: dra}
-  template:
-    metadata:
-      labels: {app: dra}
-    spec:
-      containers:
-      - name: plugin
-        image: nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0
-        securityContext: {privileged: true}
-        volumeMounts:
-        - name: host-dev
-          mountPath: /dev
-      volumes:
-      - name: host-dev
-        hostPath: {path: /dev}
-"""
-MOUNT_LINE = DRA_DRIVER.splitlines().index("          mountPath: /dev") + 1
+DRA_DRIVER, MOUNT_LINE = DRA_PLUGIN, DRA_PLUGIN_MOUNT_LINE
 
 # Read by content, as `lint` does without --kind, these are a CDI spec and a config.json, each with errors.
 WORKFLOW = """\

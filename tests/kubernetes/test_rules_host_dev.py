@@ -4,28 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kubernetes.cases import Case, check_case
-
-DRA_PLUGIN = """
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: nvidia-dra-driver, namespace: nvidia-system}
-spec:
-  selector: {matchLabels: {app: dra}}
-  template:
-    metadata: {labels: {app: dra}}
-    spec:
-      containers:
-      - name: plugin
-        image: nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0
-        securityContext: {privileged: true}
-        volumeMounts:
-        - name: host-dev
-          mountPath: {mount}
-      volumes:
-      - name: host-dev
-        hostPath: {{path: {host}}}
-"""
+from tests.kubernetes.cases import DRA_PLUGIN, DRA_PLUGIN_FIXED, DRA_PLUGIN_MOUNT_LINE, Case, check_case
 
 GPU_POD = """
 apiVersion: v1
@@ -41,12 +20,7 @@ spec:
 """
 
 CASES = [
-    Case(
-        "K8S001",
-        DRA_PLUGIN.replace("{mount}", "/dev").replace("{{path: {host}}}", "{path: /dev}"),
-        DRA_PLUGIN.replace("{mount}", "/host/dev").replace("{{path: {host}}}", "{path: /dev}"),
-        line=15,
-    ),
+    Case("K8S001", DRA_PLUGIN, DRA_PLUGIN_FIXED, line=DRA_PLUGIN_MOUNT_LINE),
     Case(
         "K8S001",
         GPU_POD.replace("mountPath: /, subPath: dev", "mountPath: /dev/, subPath: dev"),
@@ -55,11 +29,10 @@ CASES = [
     ),
     Case(
         "K8S001",
-        DRA_PLUGIN.replace("{mount}", "/dev").replace("{{path: {host}}}", "{path: /dev}"),
-        DRA_PLUGIN.replace("{mount}", "/dev")
-        .replace("{{path: {host}}}", "{path: /dev}")
-        .replace("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0", "registry.example/udev-monitor:1")
-        .replace("privileged: true", "privileged: false"),
+        DRA_PLUGIN,
+        DRA_PLUGIN.replace("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0", "registry.example/udev-monitor:1").replace(
+            "privileged: true", "privileged: false"
+        ),
         id="not-nvidia",
     ),
 ]

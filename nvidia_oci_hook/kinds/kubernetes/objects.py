@@ -116,6 +116,20 @@ class KubeObject:
     def ignored(self) -> frozenset[str]:
         return ignored_codes(self.metadata)
 
+    def field_path(self, pointer: str) -> str:
+        """The path the API server names a field by in its errors (`spec.template.spec.containers[0].resources.
+        limits[nvidia.com/gpu]`), for a pointer into this object: indexes and map keys in brackets."""
+        path = ""
+        previous = ""
+        for raw in pointer[len(self.pointer) :].split("/")[1:]:
+            token = raw.replace("~1", "/").replace("~0", "~")
+            if token.isdigit() or previous in ("limits", "requests", "annotations", "labels"):
+                path += f"[{token}]"
+            else:
+                path += f".{token}" if path else token
+            previous = token
+        return path
+
     @cached_property
     def template(self) -> Optional[PodTemplate]:
         """The pod template of a workload (a Pod's own metadata and spec), None for other kinds."""

@@ -57,15 +57,6 @@ def served(version: str, release: tuple[int, int]) -> bool:
     return first <= release and (last is None or release <= last)
 
 
-def _field_path(owner: KubeObject, pointer: str) -> str:
-    """`spec.template.spec.containers[0].resources.claims[1]`: a pointer as the API server names the field."""
-    relative = pointer[len(owner.pointer) :].strip("/")
-    path = ""
-    for token in relative.split("/") if relative else []:
-        path += f"[{token}]" if token.isdigit() else (f".{token}" if path else token)
-    return path
-
-
 def _claim_lists(template: PodTemplate) -> dict[str, list[str]]:
     """Pod claim name -> the containers that list it in resources.claims."""
     named: dict[str, list[str]] = {}
@@ -107,7 +98,7 @@ def container_claim_not_in_pod(value: Any, context: Context) -> Iterator[Problem
                     continue
                 listed = " which is empty" if not defined else f": {shown}"
                 refusal = (
-                    f'{_field_path(template.owner, pointer)}: Not found: "{name}": must be one of the names in '
+                    f'{template.owner.field_path(pointer)}: Not found: "{name}": must be one of the names in '
                     f"pod.spec.resourceClaims{listed}"
                 )
                 yield Problem(

@@ -11,7 +11,7 @@ from typing import Any, Optional
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.kubernetes import KUBERNETES
-from nvidia_oci_hook.kinds.kubernetes.objects import Container, KubeObject, PodTemplate, is_gpu_resource
+from nvidia_oci_hook.kinds.kubernetes.objects import Container, PodTemplate, is_gpu_resource
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.kubernetes.common import document_objects, document_templates
 
@@ -86,22 +86,6 @@ def canonical(value: Decimal) -> str:
     return f"{int((value * Decimal(10**9)).to_integral_value(rounding='ROUND_CEILING'))}n"
 
 
-def api_path(owner: KubeObject, pointer: str) -> str:
-    """The field path the API server names in its errors (`spec.template.spec.containers[0].resources.limits`)
-    for a pointer into owner."""
-    tokens = pointer[len(owner.pointer) :].split("/")[1:]
-    path = ""
-    previous = ""
-    for raw in tokens:
-        token = raw.replace("~1", "/").replace("~0", "~")
-        if token.isdigit() or previous in ("limits", "requests", "annotations"):
-            path += f"[{token}]"
-        else:
-            path += f".{token}" if path else token
-        previous = token
-    return path
-
-
 def gpu_entries(container: Container, which: str) -> dict[str, tuple[str, Any]]:
     """The NVIDIA GPU resources of resources.requests or resources.limits: name -> (pointer, quantity)."""
     return {name: entry for name, entry in container.resources(which).items() if is_gpu_resource(name)}
@@ -157,7 +141,7 @@ def gpu_request_differs_from_limit(value: Any, context: Context) -> Iterator[Pro
                     yield Problem(
                         pointer,
                         f"requests {name} {written} without a limit of it: the API server refuses the object "
-                        f"({api_path(template.owner, pointer_join(base, 'limits'))}: Required value: Limit must be "
+                        f"({template.owner.field_path(pointer_join(base, 'limits'))}: Required value: Limit must be "
                         "set for non overcommitable resources)",
                         f"write `{name}: {written}` under resources.limits (the request is then taken from the "
                         "limit and may be left out)",
@@ -169,7 +153,7 @@ def gpu_request_differs_from_limit(value: Any, context: Context) -> Iterator[Pro
                 yield Problem(
                     pointer,
                     f"requests {name} {written} but limits it to {limits[name][1]}: the API server refuses the "
-                    f"object ({api_path(template.owner, pointer_join(base, 'requests'))}: Invalid value: "
+                    f"object ({template.owner.field_path(pointer_join(base, 'requests'))}: Invalid value: "
                     f'"{canonical(requested)}": must be equal to {name} limit of {canonical(limited)})',
                     f"make the request equal to the limit ({limits[name][1]}), or drop the request: it is taken "
                     "from the limit",
@@ -211,7 +195,7 @@ def fractional_gpu_quantity(value: Any, context: Context) -> Iterator[Problem]:
                     yield Problem(
                         pointer,
                         f"asks for {written} of {name}, not a whole number: GPUs are counted in whole units and "
-                        f"the API server refuses the object ({api_path(template.owner, pointer)}: Invalid value: "
+                        f"the API server refuses the object ({template.owner.field_path(pointer)}: Invalid value: "
                         f"{canonical(count)}: must be an integer)",
                         "ask for a whole number of GPUs; share a GPU through the device plugin's time-slicing or "
                         "MPS replicas, a MIG slice resource, or a DRA claim",
