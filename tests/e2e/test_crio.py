@@ -397,7 +397,7 @@ def test_a_pod_asking_for_a_handler_cri_o_dropped(
     report = json.loads(out)
     assert [match["signature"] for match in report["matches"]] == ["crio-runtime-handler-unknown"], report
     verdict = {cause["code"]: cause["holds"] for cause in report["causes"]}
-    assert status == 0 and verdict == {"engines": True, "CRO103": False, "CRO109": False}, report
+    assert status == 0 and verdict == {"engines": True, "RuntimeClass": True, "CRO103": False, "CRO109": False}, report
     # The handlers why lists are those the daemon has: its log names each one it loaded.
     (listed,) = report["causes"][0]["evidence"]
     for name in crio_handlers(crio):
@@ -413,7 +413,8 @@ def test_a_pod_asking_for_a_handler_cri_o_dropped(
     args = ["why", "--crio-config", str(dropin / "crio.conf"), "--crio-config-dir", str(dropin), "--format", "json"]
     status, out = cli(capsys, *args, refused.error or "")
     verdict = {cause["code"]: cause["holds"] for cause in json.loads(out)["causes"]}
-    assert status == 0 and verdict == {"engines": False, "CRO103": True, "CRO109": False}, out
+    # The configuration names the handler: the RuntimeClass is right, and cri-o's dropping it is the cause.
+    assert status == 0 and verdict == {"engines": False, "RuntimeClass": False, "CRO103": True, "CRO109": False}, out
 
 
 def crio_handlers(daemon: CrioDaemon) -> list[str]:
