@@ -87,6 +87,7 @@ def crio_files(host: HostView) -> list[str]:
 def containerd_in_effect(host: HostView, by_hand: Optional[ByHand] = None) -> Optional[dict[str, Any]]:
     """containerd's configuration in effect (named by hand, a running daemon's, the distribution's, the default
     file), its drop-ins merged; None where there is none."""
+    from nvidia_oci_hook.io import ReadError
     from nvidia_oci_hook.kinds.containerd.reading import effective_config, read_containerd_config
     from nvidia_oci_hook.lint import LintOptions, load_file
 
@@ -96,7 +97,10 @@ def containerd_in_effect(host: HostView, by_hand: Optional[ByHand] = None) -> Op
     if not view.exists(path):
         return None
     options = LintOptions(host_root=host.root)
-    collection = read_containerd_config(path, lambda file, kind: load_file(file, kind, options, view), view)
+    try:
+        collection = read_containerd_config(path, lambda file, kind: load_file(file, kind, options, view), view)
+    except ReadError:
+        return None  # gone since it was seen: a daemon that is stopping took its configuration with it
     return effective_config(collection, _series(None, collection.root_version))
 
 
