@@ -1,12 +1,13 @@
 """The block-style YAML that kubectl, helm and Go's YAML encoders write, read at the speed a cluster's manifests need.
 
 `kubectl get pods -A -o yaml` of a large cluster is tens of megabytes of one shape: block mappings and sequences,
-one `key: value` or `- value` a line, plain or simply quoted scalars, literal block scalars, `{}` and `[]`. Each line is read by one
-regular expression and placed by its indentation; scalars are typed as leanyaml types them (goyaml.v2's rules, as
-sigs.k8s.io/yaml gives them to the API server). Anything else (block scalars, flow collections with content,
-anchors, tags, comments after a value, keys that repeat, plain scalars on several lines, tabs) raises
-Unsupported, and the caller reads that document with leanyaml, which reads all of it or says why not. So this
-module never decides what a text means where leanyaml might decide otherwise: its tests hold the two equal.
+one `key: value` or `- value` a line, plain or simply quoted scalars, literal block scalars, `{}` and `[]`. Each
+line is read by one regular expression and placed by its indentation; scalars are typed as leanyaml types them
+(goyaml.v2's rules, as sigs.k8s.io/yaml gives them to the API server). Anything else (folded block scalars or ones
+with an indentation indicator, flow collections with content, anchors, tags, comments after a value, keys that
+repeat, plain scalars on several lines, tabs) raises Unsupported, and the caller reads that document with
+leanyaml, which reads all of it or says why not. So this module never decides what a text means where leanyaml
+might decide otherwise: its tests hold the two equal.
 """
 
 from __future__ import annotations
