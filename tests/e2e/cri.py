@@ -287,6 +287,17 @@ class CRIClient:
         path = self.workdir / "log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def answers(self) -> bool:
+        """Whether the daemon still answers CRI: a daemon that died leaves its parent running a while, and every
+        call then fails to connect."""
+        if self.process is None or self.process.poll() is not None or self._runtime is None:
+            return False
+        try:
+            self.runtime.Version(cri.VersionRequest(), timeout=10)
+        except grpc.RpcError as error:
+            return bool(error.code() != grpc.StatusCode.UNAVAILABLE)
+        return True
+
     def next_pod_name(self) -> str:
         self._pods += 1
         return f"pod{self._pods}"

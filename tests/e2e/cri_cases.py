@@ -157,6 +157,7 @@ def run(daemon: CrioDaemon, case: Case) -> Verdict:
 VERDICTS = Path(__file__).with_name("cri_cases.json")
 # The engines the verdicts are recorded for: cri-o from ../shared/peers, containerd 1.7 and 2.1 (tests/containerd).
 ENGINES = ("crio", "containerd-1.7", "containerd-2.1")
+MAX_RESTARTS = 2
 
 
 def _prepare(workdir: Path) -> tuple[dict[str, str], Path]:
@@ -174,16 +175,37 @@ def measure(workdir: Path, engine: str) -> dict[str, Verdict]:
 
     node, spec_dir = _prepare(workdir)
     runc = bounded_runc(workdir)
-    if engine == "crio":
-        daemon: Any = CrioDaemon.start(runtimes={"runc": runc}, cdi_spec_dirs=[spec_dir])
-    else:
+
+    def start() -> Any:
+        if engine == "crio":
+            return CrioDaemon.start(runtimes={"runc": runc}, cdi_spec_dirs=[spec_dir])
         binary = CANDIDATES[1] if engine == "containerd-1.7" else CANDIDATES[2]
-        daemon = CRIDaemon.start(
+        return CRIDaemon.start(
             containerd=binary, binary_name=runc, enable_cdi=True, cdi_spec_dirs=[spec_dir],
             container_annotations=["cdi.k8s.io/*"], private_run=True,
         )  # fmt: skip
-    with daemon:
-        return {case.id: run(daemon, case) for case in cases(node)}
+
+    verdicts: dict[str, Verdict] = {}
+    restarts: list[str] = []
+    daemon = start()
+    try:
+        for case in cases(node):
+            verdict = run(daemon, case)
+            # A daemon that died under a case (seen once in CI: cri-o gone, every later call reset) says nothing
+            # about the case: start a fresh one and run the case again, a bounded number of times.
+            while verdict.verdict == REFUSED and not daemon.answers():
+                restarts.append(f"{case.id}: {verdict.error}: {daemon.log()[-1500:]}")
+                if len(restarts) > MAX_RESTARTS:
+                    raise RuntimeError(f"{engine} died {len(restarts)} times:\n" + "\n".join(restarts))
+                daemon.close()
+                daemon = start()
+                verdict = run(daemon, case)
+            verdicts[case.id] = verdict
+    finally:
+        daemon.close()
+    if restarts:
+        sys.stderr.write(f"{engine} restarted {len(restarts)} time(s):\n" + "\n".join(restarts) + "\n")
+    return verdicts
 
 
 def main() -> int:
