@@ -80,6 +80,7 @@ def _fields(data: bytes) -> list[tuple[int, int, Any]]:
     while at < len(data):
         key, at = _varint(data, at)
         number, wire = key >> 3, key & 7
+        raw: Any
         if number == 0:
             raise WireError("field number 0")
         if wire == _VARINT:
@@ -104,9 +105,15 @@ def decode(message: Message, data: bytes) -> dict[str, Any]:
     """The message's fields by name: every field present or defaulted ("" / False / 0 / [] / {} / None for a
     singular message)."""
     value: dict[str, Any] = {}
-    for spec in message.fields.values():
-        value[spec.name] = (
-            {} if spec.type == MAP else [] if spec.repeated else None if spec.type == MESSAGE else _default(spec.type)
+    for declared in message.fields.values():
+        value[declared.name] = (
+            {}
+            if declared.type == MAP
+            else []
+            if declared.repeated
+            else None
+            if declared.type == MESSAGE
+            else _default(declared.type)
         )
     for number, wire, raw in _fields(bytes(data)):
         spec = message.fields.get(number)
