@@ -6,6 +6,11 @@ import enum
 from dataclasses import dataclass
 from typing import Optional
 
+# What the engine does with a container a problem is about, where a rule knows it (for the verdict of a pod on
+# a node): refuses it, or starts it without a device it asked for.
+OUTCOME_REFUSED = "refused"
+OUTCOME_WITHOUT_DEVICE = "without-device"
+
 
 class Severity(enum.IntEnum):
     INFO = 0
@@ -40,6 +45,8 @@ class Problem:
     # The engines ("crio", "containerd") a CRI container config's problem is one for: judged for one engine
     # (Context's cri_engine), a problem of the other is not reported. None: both.
     engines: Optional[frozenset[str]] = None
+    # OUTCOME_REFUSED or OUTCOME_WITHOUT_DEVICE for the engine(s) the problem is for; None: not said.
+    outcome: Optional[str] = None
 
 
 @dataclass(frozen=True)

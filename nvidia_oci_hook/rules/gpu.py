@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from nvidia_oci_hook.engine.transforms import gpus_without_control_node
-from nvidia_oci_hook.findings import Problem, Severity
+from nvidia_oci_hook.findings import OUTCOME_REFUSED, Problem, Severity
 from nvidia_oci_hook.formats.jsontext import pointer_join
 from nvidia_oci_hook.kinds.cdinames import cdi_name_error
 from nvidia_oci_hook.kinds.cri import CRI_CONTAINER
@@ -201,4 +201,4 @@ def malformed_cdi_annotation(value: Any, context: Context) -> Iterator[Problem]:
                     if name != name.strip() and not cdi_name_error(name.strip())
                     else "write each device as vendor/class=name, e.g. nvidia.com/gpu=0"
                 )
-                yield Problem(pointer, f"annotation {key}: {reason}", hint)
+                yield Problem(pointer, f"annotation {key}: {reason}", hint, outcome=OUTCOME_REFUSED)

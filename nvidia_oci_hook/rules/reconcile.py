@@ -13,7 +13,7 @@ from typing import Any
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.engine.pipeline import plan
 from nvidia_oci_hook.engine.records import Plan
-from nvidia_oci_hook.findings import Problem, Severity
+from nvidia_oci_hook.findings import OUTCOME_REFUSED, Problem, Severity
 from nvidia_oci_hook.kinds.cdinames import cdi_name_error
 from nvidia_oci_hook.kinds.cri import CRI_CONTAINER, CRIContainerConfig, is_cri_container
 from nvidia_oci_hook.kinds.document import OCI_CONFIG
@@ -81,6 +81,7 @@ def _cri_unresolved(value: Any, context: Context) -> Iterator[Problem]:
             f"CDI device {name} is unresolvable ({reason}): {detail}; cri-o and containerd refuse the container "
             f"(`CDI device injection failed: unresolvable CDI devices {name}`)",
             fix,
+            outcome=OUTCOME_REFUSED,
         )
 
 
@@ -177,6 +178,7 @@ def _cri_missing_nodes(value: Any, context: Context) -> Iterator[Problem]:
                     f"from {spec.path}",
                     "regenerate the CDI spec for the driver root that exists (nvidia-ctk cdi generate), or give "
                     "type, major and minor in the spec",
+                    outcome=OUTCOME_REFUSED,
                 )
             elif not (stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) or stat.S_ISFIFO(info.st_mode)):
                 yield Problem(

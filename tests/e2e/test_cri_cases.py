@@ -76,3 +76,42 @@ def test_lint_judged_for_each_engine_agrees_with_it(tmp_path: Path) -> None:
             checked += 1
     assert not wrong, f"{len(wrong)} of {checked}:\n" + "\n".join(wrong)
     assert checked == 3 * len(RECORDED)
+
+
+def test_the_outcome_lint_gives_is_the_engines_own(tmp_path: Path) -> None:
+    """Beyond error or not: the outcome the rules give for the engine (refused, or started without a device) is the
+    one it had, case by case, for every engine."""
+    from nvidia_oci_hook.findings import OUTCOME_REFUSED, OUTCOME_WITHOUT_DEVICE
+    from nvidia_oci_hook.host import HostView
+    from nvidia_oci_hook.lint import judged
+    from nvidia_oci_hook.rules.base import Context, all_rules
+
+    node, spec_dir = _prepare(tmp_path)
+    generated = {case.id: case for case in cases(node)}
+    rules = [rule for rule in all_rules() if rule.applies_to(CRI_CONTAINER) and rule.check is not None]
+    settings = Settings(cdi_spec_dirs=(str(spec_dir),))
+    wrong = []
+    counts = {REFUSED: 0, WITHOUT_DEVICE: 0, WITH_DEVICE: 0}
+    for case_id, by_engine in RECORDED.items():
+        config = container_config(generated[case_id])
+        for engine, verdict in by_engine.items():
+            context = Context(host=HostView("/"), settings=settings, cri_engine=ENGINE_OF[engine])
+            outcomes = set()
+            for rule in rules:
+                assert rule.check is not None
+                for problem in rule.check(config, context):
+                    kept = judged(problem, context)
+                    if kept is not None and kept.outcome is not None:
+                        outcomes.add(kept.outcome)
+            said = (
+                REFUSED
+                if OUTCOME_REFUSED in outcomes
+                else WITHOUT_DEVICE
+                if OUTCOME_WITHOUT_DEVICE in outcomes
+                else WITH_DEVICE
+            )
+            counts[verdict] += 1
+            if said != verdict:
+                wrong.append(f"{case_id}: {engine} {verdict}, lint's outcome {said}")
+    assert not wrong, "\n".join(wrong)
+    assert all(counts.values()), counts
