@@ -122,7 +122,8 @@ def decode(message: Message, data: bytes) -> dict[str, Any]:
         if spec.type == MAP:
             if wire != _LENGTH:
                 raise WireError(f"{message.name}.{spec.name}: a map entry is not length-delimited")
-            entry = {n: r for n, _, r in _fields(raw)}
+            # A key or value of another wire type is an unknown field to Go's decoder: skipped.
+            entry = {n: r for n, w, r in _fields(raw) if w == _LENGTH}
             value[spec.name][_scalar(STRING, entry.get(1, b""))] = _scalar(STRING, entry.get(2, b""))
         elif spec.type == MESSAGE:
             if wire != _LENGTH or spec.message is None:

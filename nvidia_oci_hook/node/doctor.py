@@ -646,6 +646,9 @@ def run_checks(
     restore_device_access: bool = False,
     runtime_roots: tuple[str, ...] = (),
 ) -> list[Check]:
+    # node/checks/ modules import Check and the statuses from this module: imported here, not at its top.
+    from nvidia_oci_hook.node.checks.device_plugins import device_plugins_check
+
     host = HostView(host_root)
     answer = resolve_driver_root(host, settings.driver_roots)
     checks = [
@@ -662,6 +665,7 @@ def run_checks(
     else:
         checks.append(Check("nvml", UNKNOWN, "not read: --host-root is not / (NVML would report this machine)"))
     checks.append(cdi_specs_check(host, settings))
+    checks.append(device_plugins_check(host, answer, settings))
     checks.append(gpu_access_check(host, restore_device_access, runtime_roots))
     checks.append(reload_risk_check(host, answer))
     checks.append(engines_check(host))
@@ -707,6 +711,7 @@ CHECK_NAMES = (
     "dev-char-links",
     "nvml",
     "cdi-specs",
+    "device-plugins",
     "gpu-access",
     "reload-risk",
     "engines",

@@ -36,6 +36,19 @@ _COUNTS = (
      "longer lets them open the NVIDIA nodes their spec gave them (gpu-access check)."),
     ("cdi_specs_unreconciled", "cdi-specs", "unreconciled_specs", "CDI spec files that cdi reconcile would "
      "rewrite or cannot reconcile (cdi-specs check)."),
+    ("device_plugin_allocations", "device-plugins", "allocations", "Entries of the kubelet's device-plugin "
+     "checkpoint: a device plugin's answer to one container for one resource (device-plugins check)."),
+    ("device_plugin_allocations_missing_host_path", "device-plugins", "allocations_missing_host_path",
+     "Allocations to pods still on the node that name device host paths the node does not have: containerd "
+     "refuses those containers, cri-o runs them without the device (device-plugins check)."),
+    ("device_plugin_unresolved_cdi_names", "device-plugins", "unresolved_cdi_names", "CDI device names that "
+     "device plugins handed pods still on the node and that the node's CRI engine cannot resolve "
+     "(device-plugins check)."),
+    ("device_plugin_stale_allocations", "device-plugins", "stale_allocations", "Allocations the kubelet's "
+     "checkpoint still holds for pods that are gone (device-plugins check)."),
+    ("device_plugin_unregistered_resources", "device-plugins", "unregistered_resources", "nvidia.com resources "
+     "that static pods ask for and no device plugin registered: the kubelet runs those pods without them "
+     "(device-plugins check)."),
 )  # fmt: skip
 
 Value = Union[int, float]

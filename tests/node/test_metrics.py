@@ -21,7 +21,7 @@ from nvidia_oci_hook.node.doctor import CHECK_NAMES
 from nvidia_oci_hook.node.metrics import count_log
 from tests.engine.support import config, device
 from tests.helpers import FakeHost
-from tests.node.fakenodes import host_driver, seed_003
+from tests.node.fakenodes import host_driver, seed_000, seed_003
 from tests.node.test_cdi_resolve import containerd_node as containerd_release
 from tests.node.test_cdi_resolve import spec
 from tests.node.test_lint_node import containerd_node, crio_node, write
@@ -152,6 +152,37 @@ def test_cdi_names_an_engine_cannot_resolve(
         "containerd cannot resolve 3 CDI device names its specs declare: example.com/gpu=1 (conflict), "
         "nvidia.com/gpu=0 (library-too-old), nvidia.com/gpu=all (library-too-old)"
     )
+
+
+def test_what_the_device_plugins_handed_out(fake_host: FakeHost, as_root: None, tmp_path: Path) -> None:
+    """Seed 000 seen from the kubelet's checkpoint: one pod given the missing driver root's nodes, one pod gone;
+    with no pods directory nor running container, the gone pods are not judged: that count is left out."""
+    from tests.node.test_device_plugins import (
+        DRIVER_DEV,
+        POD_A,
+        POD_B,
+        answer,
+        checkpoint,
+        entry,
+        gpu_devices,
+        plugin_dir,
+        pod,
+    )
+
+    seed_000(fake_host)
+    plugin_dir(fake_host, "nvidia-gpu.sock")
+    checkpoint(fake_host, entry(POD_A, answer(gpu_devices(DRIVER_DEV))), entry(POD_B, answer(gpu_devices())))
+    _, found = doctor_metrics(fake_host, tmp_path / "out.prom")
+    assert found['nvidia_oci_hook_check_status{check="device-plugins"}'] == "2"
+    assert (found["nvidia_oci_hook_device_plugin_allocations"],
+            found["nvidia_oci_hook_device_plugin_allocations_missing_host_path"],
+            found["nvidia_oci_hook_device_plugin_unresolved_cdi_names"],
+            found["nvidia_oci_hook_device_plugin_unregistered_resources"]) == ("2", "1", "0", "0")  # fmt: skip
+    assert "nvidia_oci_hook_device_plugin_stale_allocations" not in found
+    pod(fake_host, POD_A)
+    _, found = doctor_metrics(fake_host, tmp_path / "out.prom")
+    assert found["nvidia_oci_hook_device_plugin_stale_allocations"] == "1"
+    assert found["nvidia_oci_hook_device_plugin_allocations_missing_host_path"] == "1"
 
 
 def test_counters_from_the_log_the_runtime_modes_wrote(fake_host: FakeHost, as_root: None, tmp_path: Path) -> None:
