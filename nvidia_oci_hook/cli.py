@@ -170,6 +170,11 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     metavar="VERSION",
     help="The cluster's Kubernetes release (1.32): Kubernetes manifests are judged by the APIs it serves.",
 )
+@click.option(
+    "--runtime-handler",
+    metavar="NAME",
+    help="With --node: the runtime handler the pods' sandboxes are asked of [default: their RuntimeClass's].",
+)
 @_engine_config_options
 @click.pass_context
 def lint(
@@ -191,6 +196,7 @@ def lint(
     crio_config: Optional[str],
     crio_config_dir: Optional[str],
     kubernetes_version: Optional[str],
+    runtime_handler: Optional[str],
 ) -> None:
     """Lint container specs and the documents that shape them; '-' reads standard input.
 
@@ -229,7 +235,10 @@ def lint(
         crio_config=crio_config,
         crio_config_dir=crio_config_dir,
         kubernetes_version=_kubernetes_version(kubernetes_version),
+        runtime_handler=runtime_handler,
     )
+    if runtime_handler and not node:
+        raise click.UsageError("--runtime-handler goes with --node")
     if not offline and not _is_directory(host_root):
         raise Fatal(f"--host-root {host_root}: not a directory")
     try:
@@ -761,6 +770,57 @@ def cdi_resolve(
     else:
         click.echo(mode.render_text(results), nl=False)
     ctx.exit(EXIT_CLEAN if all(result.resolved for result in results) else EXIT_FINDINGS)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH|-...")
+@_host_root_option
+@_driver_roots_option
+@click.option("--runtime-handler", metavar="NAME", help="The runtime handler the pods' sandboxes are asked of.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "cri"]),
+    default="text",
+    show_default=True,
+    help="cri: the CRI container configs the kubelet would hand the engine, as crictl takes them.",
+)
+@click.pass_context
+def pod(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    host_root: str,
+    driver_roots: tuple[str, ...],
+    runtime_handler: Optional[str],
+    output_format: str,
+) -> None:
+    """What each container of the pods in PATH (manifests: a Pod, a workload, a stream) gets on this node: the
+    CRI config the kubelet hands the engine (with the device plugins' answers the node's kubelet checkpoint
+    holds), and what the engine does with it: refuses it, runs it without its GPU, with every GPU, or with what
+    it asked. Exit status: 0 none refused or left without its GPU, 1 one is, 2 usage or read error."""
+    from nvidia_oci_hook.lint import LintOptions
+    from nvidia_oci_hook.node import pods
+
+    settings = _node_settings(ctx, host_root, driver_roots)
+    options = LintOptions(
+        host_root=host_root, driver_roots=settings.driver_roots, settings=settings, runtime_handler=runtime_handler
+    )
+    try:
+        report = pods.judge_paths(paths, options)
+    except (io.ReadError, ValueError) as exc:
+        raise Fatal(str(exc)) from None
+    if output_format == "json":
+        click.echo(json.dumps(pods.report_json(report), indent=2))
+    elif output_format == "cri":
+        configs = [
+            {"object": obj.label, "container": judgement.container.name, "config": judgement.derived.config}
+            for _, obj, judgements, _ in report.judged
+            for judgement in judgements
+        ]
+        click.echo(json.dumps(configs, indent=2))
+    else:
+        click.echo(pods.render_text(report), nl=False)
+    ctx.exit(EXIT_FINDINGS if pods.failed(report) else EXIT_CLEAN)
 
 
 _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}

@@ -49,6 +49,8 @@ class LintOptions:
     crio_config_dir: Optional[str] = None
     # The cluster's Kubernetes release manifests are judged for (--kubernetes-version).
     kubernetes_version: Optional[str] = None
+    # With node: the runtime handler a pod's sandbox is asked of (--runtime-handler); None: its RuntimeClass's.
+    runtime_handler: Optional[str] = None
 
 
 @dataclass
@@ -129,6 +131,17 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
             semantic.append(_finding(rule, document.locate(kept.pointer), kept))
             if rule.supersedes_schema:
                 explained.add(kept.pointer)
+    if context.pod_node is not None and document.kind == "kubernetes":
+        from nvidia_oci_hook.node.pods import document_judgements
+
+        # The CRI configs the kubelet derives on this node, judged by the CRI rules, reported at the manifest.
+        for judgement in document_judgements(document.value, context):
+            for rule, found in judgement.problems:
+                if rule.code not in rules:
+                    continue
+                kept = attribute(document.value, rule.code, found) if attribute is not None else found
+                if kept is not None:
+                    semantic.append(_finding(rule, document.locate(kept.pointer), kept))
     schema_rule = rules.get("SCH001")
     if schema_rule is not None:
         for problem in schema_problems(document.kind, document.value):
@@ -249,6 +262,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
             containerd_release=options.containerd_release,
             cri_engine=options.cri_engine,
             kubernetes_version=options.kubernetes_version,
+            runtime_handler=options.runtime_handler,
         )
 
     def loader(path: str, kind: str) -> Document:
@@ -259,6 +273,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
 
     results = ResultSet()
     looked_at: list[tuple[str, str]] = []
+    node_facts = None
     if options.node:
         from nvidia_oci_hook.node.engines import discover_node, looked_at_in
         from nvidia_oci_hook.node.locations import ByHand
@@ -267,6 +282,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
         node = discover_node(host or HostView(options.host_root), node_loader, by_hand)
         looked_at = looked_at_in(node)
         lint_collection(node, rules, context_for, results)
+        node_facts = node.facts
     # Directories of one kind are read together, in the order given, as the engine reads its list of them
     # (later CDI spec directories win, a hooks file masks its namesake in an earlier directory).
     directories: dict[str, tuple[DirectoryKind, list[str]]] = {}
@@ -282,10 +298,15 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     collections = [directory_kind.read(group, loader) for directory_kind, group in directories.values()]
     manifests = run_manifests([*documents, *(member for c in collections for member in c.documents)])
     if manifests is not None:
+        pod_node = None
+        if options.node and host is not None and any(t is not None for t in manifests.templates()):
+            from nvidia_oci_hook.node.pods import read_pod_node
+
+            pod_node = read_pod_node(host, node_facts)
         plain_context = context_for
 
         def context_for() -> Context:
-            return dataclasses.replace(plain_context(), manifests=manifests)
+            return dataclasses.replace(plain_context(), manifests=manifests, pod_node=pod_node)
 
     for document in documents:
         # A file that names others (containerd's imports) is linted with them, as its engine reads them.

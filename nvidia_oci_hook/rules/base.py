@@ -46,6 +46,10 @@ class Context:
     manifests: Optional[Any] = None
     # The cluster's Kubernetes release (--kubernetes-version, "1.32"); None: not known, nothing judged by it.
     kubernetes_version: Optional[str] = None
+    # With lint --node and manifests: what the node says of the pods it would run (node/pods.py PodNode), and the
+    # runtime handler named by --runtime-handler; None: pods are judged as manifests only.
+    pod_node: Optional[Any] = None
+    runtime_handler: Optional[str] = None
     memo: dict[str, Any] = field(default_factory=dict)
 
     @property

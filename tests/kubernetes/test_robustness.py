@@ -50,6 +50,8 @@ def test_no_rule_fails_on_values_of_the_wrong_type() -> None:
     rng = random.Random(31)
     linted = 0
     for case in _all_cases():
+        if not isinstance(case.trigger, str):
+            continue  # a node rule's trigger is a node state: tests/kubernetes/test_rules_on_node.py's own
         documents = [d for d in yaml.safe_load_all(manifest(case.trigger)) if d is not None]
         for path in _paths(documents)[1:]:
             _lint(_replaced(documents, path, rng.choice(ODD_VALUES)))
