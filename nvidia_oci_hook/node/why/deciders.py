@@ -45,23 +45,56 @@ def _driver_root_elsewhere(node: Node, path: str) -> Cause:
     )
 
 
+def plugin_handed(node: Node, path: str, side: str = "host_path") -> Optional[Cause]:
+    """Whether a device plugin handed the path out (the kubelet's checkpoint): who asked for it, decided; None on
+    a node without a kubelet's checkpoint, where there is nothing to say."""
+    from nvidia_oci_hook.node.device_plugins import read_device_plugins
+
+    code = "device-plugins"
+    plugins = read_device_plugins(node.host)
+    if not plugins.checkpoint_found:
+        return None
+    handed = []
+    for allocation in plugins.allocations:
+        answer = allocation.answer
+        if answer is None:
+            continue
+        paths = [getattr(device, side) for device in answer.devices]
+        if path in paths:
+            handed.append(allocation)
+    if not handed:
+        return Cause(code, False, f"no device plugin's answer in the kubelet's checkpoint names {path}")
+    resources = sorted({allocation.resource for allocation in handed})
+    return Cause(
+        code,
+        True,
+        f"the device plugin for {', '.join(resources)} hands out {path}: {len(handed)} allocation(s) in the "
+        "kubelet's checkpoint name it",
+        [f"{allocation.label}: {path}" for allocation in handed[:10]],
+        "fix the plugin's driver root (nvidia-oci-hook doctor --check device-plugins names it), then restart the "
+        "plugin and recreate the pods",
+    )
+
+
 def host_path_missing(code: str, what: str) -> Callable[[Node, dict[str, str]], list[Cause]]:
     def decide(node: Node, groups: dict[str, str]) -> list[Cause]:
         path = groups["path"]
-        return [
+        causes = [
             path_missing(node, code, path, what),
             from_check(node, "validation-markers"),
             _driver_root_elsewhere(node, path),
         ]
+        handed = plugin_handed(node, path)
+        return causes if handed is None else [*causes, handed]
 
     return decide
 
 
 def host_path_missing_undecided(groups: dict[str, str]) -> list[str]:
     return [
-        f"who asked for {groups['path']}: the pod's CRI ContainerConfig (a device plugin's device) or a CDI spec; "
-        "nvidia-oci-hook lint --kind cri CONFIG.json gives CRI002 for a device, nvidia-oci-hook lint --node CDI104 "
-        "for a spec",
+        f"who asked for {groups['path']} where no device plugin's answer in the kubelet's checkpoint names it: a CDI "
+        "spec (nvidia-oci-hook lint --node gives CDI104) or a CRI ContainerConfig made by hand (nvidia-oci-hook lint "
+        "--kind cri CONFIG.json gives CRI002); nvidia-oci-hook pod POD.yaml shows what the kubelet sends",
     ]
 
 
