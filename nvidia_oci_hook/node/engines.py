@@ -104,25 +104,31 @@ def containerd_in_effect(host: HostView, by_hand: Optional[ByHand] = None) -> Op
     return effective_config(collection, _series(None, collection.root_version))
 
 
+def _handler_configs(host: HostView, by_hand: Optional[ByHand]) -> tuple[Any, Optional[dict[str, Any]]]:
+    """cri-o's merged configuration (None where it has no file) and containerd's in effect (None likewise)."""
+    from nvidia_oci_hook.kinds.crio.merge import merge
+    from nvidia_oci_hook.node.reload_risk import read_toml
+
+    view, paths = crio_config_files(host, by_hand)
+    files = [(path, read_toml(view, path)) for path in paths]
+    present = [(path, value, True) for path, value in files if value is not None]
+    return (merge(present) if present else None), containerd_in_effect(host, by_hand)
+
+
 def runtime_handlers(host: HostView, by_hand: Optional[ByHand] = None) -> dict[str, dict[str, str]]:
     """engine -> {runtime handler: its program} as each engine's configuration in effect defines them, for the
     engines configured on the node: cri-o's files over its built-in crun, containerd's runtimes over its
     built-in runc. The name a RuntimeClass's handler must match."""
     from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
-    from nvidia_oci_hook.kinds.crio.merge import merge
-    from nvidia_oci_hook.node.reload_risk import read_toml
 
     found: dict[str, dict[str, str]] = {}
-    view, paths = crio_config_files(host, by_hand)
-    files = [(path, read_toml(view, path)) for path in paths]
-    present = [(path, value, True) for path, value in files if value is not None]
-    if present:
+    crio, containerd = _handler_configs(host, by_hand)
+    if crio is not None:
         handlers = {}
-        for name, table in sorted(merge(present).runtimes().items()):
+        for name, table in sorted(crio.runtimes().items()):
             path = table.get("runtime_path")
             handlers[name] = path if isinstance(path, str) and path else name
         found["crio"] = handlers
-    containerd = containerd_in_effect(host, by_hand)
     if containerd is not None:
         handlers = {"runc": "io.containerd.runc.v2"}
         for runtime in ContainerdConfig(containerd).runtimes():
@@ -130,6 +136,22 @@ def runtime_handlers(host: HostView, by_hand: Optional[ByHand] = None) -> dict[s
             shim = runtime.type or "io.containerd.runc.v2"
             handlers[runtime.name] = binary if isinstance(binary, str) and binary else shim
         found["containerd"] = dict(sorted(handlers.items()))
+    return found
+
+
+def default_handlers(host: HostView, by_hand: Optional[ByHand] = None) -> dict[str, str]:
+    """engine -> the handler a pod without a RuntimeClass runs on: cri-o's `default_runtime` (crun unless set),
+    containerd's `default_runtime_name` (runc unless set)."""
+    from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
+
+    found: dict[str, str] = {}
+    crio, containerd = _handler_configs(host, by_hand)
+    if crio is not None:
+        name = crio.get("/crio/runtime/default_runtime")
+        found["crio"] = name if isinstance(name, str) and name else "crun"
+    if containerd is not None:
+        name = dig(ContainerdConfig(containerd).cri_containerd(), "default_runtime_name")
+        found["containerd"] = name if isinstance(name, str) and name else "runc"
     return found
 
 

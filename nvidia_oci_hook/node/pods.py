@@ -23,6 +23,7 @@ from nvidia_oci_hook.kinds.cri import CRI_CONTAINER
 from nvidia_oci_hook.kinds.kubernetes.kubelet import DerivedConfig, PluginAnswer, derive, handler_of
 from nvidia_oci_hook.kinds.kubernetes.objects import RUNTIME_CLASS, Container, Manifests, PodTemplate
 from nvidia_oci_hook.node.device_plugins import DevicePlugins, read_device_plugins
+from nvidia_oci_hook.node.dra_state import claim_cdi_devices, read_dra_state
 from nvidia_oci_hook.rules.base import Context, Rule
 
 REFUSED = "refused"
@@ -55,11 +56,17 @@ class PodNode:
     handlers: Optional[dict[str, str]]  # the engine's runtime handlers, None where its configuration is not read
     plugins: DevicePlugins
     gpu_nodes: list[str] = field(default_factory=list)  # the host's /dev/nvidia* nodes
+    default_handler: Optional[str] = None  # the handler of a pod without a RuntimeClass
+    # NVIDIA's hooks registered in the engine's hooks directories (cri-o's): they turn NVIDIA_VISIBLE_DEVICES into
+    # device nodes whatever the handler.
+    nvidia_hooks: list[str] = field(default_factory=list)
+    # What the kubelet's DRA manager prepared (node/dra_state.py DraState), for the claims' CDI names.
+    dra: Optional[Any] = None
 
 
 def read_pod_node(host: HostView, facts: Optional[Any] = None) -> PodNode:
     """facts: lint --node's NodeFacts where it has read them already."""
-    from nvidia_oci_hook.node.engines import cri_engine_of, runtime_handlers
+    from nvidia_oci_hook.node.engines import cri_engine_of, default_handlers, runtime_handlers
 
     if facts is None:
         from nvidia_oci_hook.lint import LintOptions, load_file
@@ -82,7 +89,41 @@ def read_pod_node(host: HostView, facts: Optional[Any] = None) -> PodNode:
         handlers,
         read_device_plugins(host),
         [path for path in gpu_nodes if host.identity(path) is not None],
+        default_handlers(host).get(engine) if engine else None,
+        _nvidia_hooks(host, facts.hooks_dirs.get("cri-o", ())) if engine == "crio" else [],
+        read_dra_state(host),
     )
+
+
+# The programs of NVIDIA's toolkit that inject GPUs from NVIDIA_VISIBLE_DEVICES: its runtime (any handler whose
+# program it is) and its legacy hook.
+NVIDIA_INJECTORS = ("nvidia-container-runtime", "nvidia-container-runtime-hook", "nvidia-container-toolkit")
+
+
+def _injects(program: str) -> bool:
+    name = program.rsplit("/", 1)[-1]
+    return name in NVIDIA_INJECTORS or name.startswith("nvidia-container-runtime.")
+
+
+def _nvidia_hooks(host: HostView, directories: Sequence[str]) -> list[str]:
+    import json
+
+    found = []
+    for directory in directories:
+        for name in sorted(host.list_dir(directory)):
+            text = host.read_text(f"{directory}/{name}") if name.endswith(".json") else None
+            try:
+                hook = json.loads(text).get("hook") if text else None
+            except (ValueError, AttributeError):
+                continue
+            path = hook.get("path") if isinstance(hook, dict) else None
+            if isinstance(path, str) and _injects(path):
+                found.append(f"{directory}/{name}")
+    return found
+
+
+def _text(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
 
 
 def _answer(allocation: Any, source: str) -> Optional[PluginAnswer]:
@@ -185,9 +226,19 @@ def judge_template(
         # The engine's own spec directories resolve the container's CDI names.
         cri_context.settings = (cri_context.settings or Settings()).replace(cdi_spec_dirs=node.cdi_dirs)
     judgements = []
+    claim_devices: dict[str, list[str]] = {}
+    uid = str(template.metadata.get("uid") or "")
+    claims = template.resource_claims()
+    if uid and claims and node.dra is not None:
+        pod_claims = {
+            name: (_text(claim.get("resourceClaimName")), _text(claim.get("resourceClaimTemplateName")))
+            for name, (_, claim) in claims.items()
+        }
+        namespace = _text(template.owner.namespace) or None
+        claim_devices = dict(claim_cdi_devices(node.dra, uid, pod_claims, namespace=namespace).devices)
     for container in template.containers(("initContainers", "containers")):
         answers, unregistered, unanswered = answers_for(container, node)
-        derived = derive(container, answers)
+        derived = derive(container, answers, claim_devices)
         cri_context.memo = {}
         problems = _cri_problems(derived, _as_engine_reads(derived.config, node), rules, cri_context)
         node_problems = list(
@@ -248,6 +299,19 @@ def _node_problems(
                 ),
             )
     chosen = handler_of(container, runtime_classes, runtime_handler)
+    if container.gpu_resources() and not unregistered and not unanswered:
+        found = _env_only(derived, node, chosen)
+        if found is not None:
+            yield (
+                "K8S104",
+                Problem(
+                    next(iter(container.gpu_resources().values()))[0],
+                    found,
+                    "run the pod with NVIDIA's runtime (runtimeClassName: nvidia, after `nvidia-ctk runtime "
+                    "configure`), or set the device plugin's deviceListStrategy to cdi-cri (with CDI on in the engine) "
+                    "or its device specs on (PASS_DEVICE_SPECS=true)",
+                ),
+            )
     if chosen is not None and node.handlers is not None:
         handler, pointer, source = chosen
         if handler not in node.handlers:
@@ -265,6 +329,26 @@ def _node_problems(
             )
 
 
+def _env_only(derived: DerivedConfig, node: PodNode, chosen: Optional[tuple[str, str, str]]) -> Optional[str]:
+    """What is wrong where the container's GPUs rest on NVIDIA_VISIBLE_DEVICES alone (the device plugin's envvar
+    strategy) and nothing on the node turns it into device nodes; None otherwise."""
+    config = _as_engine_reads(derived.config, node)
+    annotated = any(key.startswith("cdi.k8s.io/") for key in config["annotations"])
+    if config["devices"] or config["CDI_devices"] or annotated or node.handlers is None:
+        return None
+    handler = chosen[0] if chosen is not None else node.default_handler
+    program = node.handlers.get(handler or "", "")
+    if _injects(program) or node.nvidia_hooks:
+        return None
+    visible = [env["value"] for env in config["envs"] if env["key"] == "NVIDIA_VISIBLE_DEVICES"]
+    asked = f"only NVIDIA_VISIBLE_DEVICES={visible[-1]}" if visible else "no device, no CDI name, no variable"
+    return (
+        f"the device plugin's answer gives the container {asked}, and on this node nothing turns that into "
+        f"device nodes: the runtime handler {handler} runs {program or 'an unknown program'}, not NVIDIA's "
+        f"runtime, and no NVIDIA hook is registered with {node.label}: the container runs without its GPU"
+    )
+
+
 def _asks_gpu(container: Container, derived: DerivedConfig) -> bool:
     return bool(container.gpu_resources() or container.claims() or derived.config["CDI_devices"])
 
@@ -280,15 +364,16 @@ def _verdict(
     refused += [p.message for code, p in node_problems if code == "K8S103"]
     if refused:
         return REFUSED, refused
-    without = [p.message for r, p in problems if p.outcome == OUTCOME_WITHOUT_DEVICE]
-    without += [p.message for code, p in node_problems if code in ("K8S101", "K8S102")]
-    if without:
-        return WITHOUT_GPU, without
+    # A privileged container gets every device of the host whatever it was promised.
     privileged = derived.config["linux"]["security_context"].get("privileged") is True
     if privileged and node.gpu_nodes:
         return EVERY_GPU, [
             f"privileged: {node.label} gives the container every device of the host, {', '.join(node.gpu_nodes)}"
         ]
+    without = [p.message for r, p in problems if p.outcome == OUTCOME_WITHOUT_DEVICE]
+    without += [p.message for code, p in node_problems if code in ("K8S101", "K8S102", "K8S104")]
+    if without:
+        return WITHOUT_GPU, without
     if not _asks_gpu(container, derived):
         return NO_GPU, []
     if any(code == "K8S105" for code, _ in node_problems):

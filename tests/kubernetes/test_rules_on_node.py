@@ -43,6 +43,7 @@ NO_GPU = TRAINER.replace("    resources:\n      limits:\n        nvidia.com/gpu:
 
 CRIO_CONF = '[crio.runtime]\ndefault_runtime = "runc"\n[crio.runtime.runtimes.runc]\nruntime_path = "/usr/bin/runc"\n'
 CRIO_NVIDIA = CRIO_CONF + '[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/bin/nvidia-container-runtime"\n'
+CRIO_NVIDIA_DEFAULT = CRIO_NVIDIA.replace('default_runtime = "runc"', 'default_runtime = "nvidia"')
 CONTAINERD_17 = 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nenable_cdi = true\n'
 CONTAINERD_17_CDI_OFF = "version = 2\n"
 
@@ -140,6 +141,16 @@ VERDICTS = [
             "failed to find runtime handler nvidia from runtime list"),
     Verdict("handler-present-crio", lambda h: crio(plugin_answered(host_driver(h)), CRIO_NVIDIA), WITH_CLASS,
             "runs-as-asked"),
+    Verdict("env-only-runc", lambda h: crio(plugin_answered(host_driver(h), devices=())), TRAINER,
+            "runs-without-gpu", "only NVIDIA_VISIBLE_DEVICES=GPU-a"),
+    Verdict("env-only-nvidia-runtime", lambda h: crio(plugin_answered(host_driver(h), devices=()),
+                                                      CRIO_NVIDIA_DEFAULT), TRAINER, "runs-as-asked"),
+    Verdict("env-only-nvidia-hook", lambda h: crio(plugin_answered(host_driver(h), devices=())).text(
+        "/usr/share/containers/oci/hooks.d/oci-nvidia-hook.json",
+        '{"version": "1.0.0", "hook": {"path": "/usr/bin/nvidia-container-runtime-hook", "args": '
+        '["nvidia-container-runtime-hook", "prestart"]}, "when": {"always": true}, "stages": ["prestart"]}'),
+            TRAINER, "runs-as-asked"),
+    Verdict("no-plugin-privileged", lambda h: crio(host_driver(h)), PRIVILEGED, "runs-with-every-gpu"),
     Verdict("no-gpu-asked", lambda h: crio(host_driver(h)), NO_GPU, "no-gpu-asked"),
 ]  # fmt: skip
 
@@ -265,6 +276,8 @@ CASES = [
     NodeCase("K8S103", WITH_CLASS, lambda h: crio(plugin_answered(host_driver(h))),
              lambda h: crio(plugin_answered(host_driver(h)), CRIO_NVIDIA),
              line=WITH_CLASS.splitlines().index("  runtimeClassName: nvidia") + 1),
+    NodeCase("K8S104", TRAINER, lambda h: crio(plugin_answered(host_driver(h), devices=())),
+             lambda h: crio(plugin_answered(host_driver(h), devices=()), CRIO_NVIDIA_DEFAULT), line=LIMIT_LINE),
     NodeCase("K8S105", TRAINER, lambda h: crio(plugin_socket(host_driver(h))),
              lambda h: crio(plugin_answered(host_driver(h))), line=LIMIT_LINE),
 ]  # fmt: skip
@@ -360,3 +373,46 @@ def test_why_says_which_plugin_handed_the_missing_path(
         )
         assert causes["device-plugins"]["evidence"] == [f"pod {POD_A} container cuda (nvidia.com/gpu): "
                                                         "/run/nvidia/driver/dev/nvidiactl"]  # fmt: skip
+
+
+DRA_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: dra
+  namespace: ml
+  uid: 5b0e9d3c-8f1a-4c2e-9d7b-1a2b3c4d5e6f
+spec:
+  resourceClaims:
+  - name: gpu
+    resourceClaimName: single-gpu
+  containers:
+  - name: main
+    image: cuda:12
+    resources:
+      claims:
+      - name: gpu
+"""
+
+
+@pytest.mark.parametrize("defined", [True, False])
+def test_a_dra_claims_cdi_names_come_from_the_kubelets_dra_checkpoint(
+    defined: bool, fake_host: FakeHost, as_root: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.node.test_dra_state import CHECKPOINT, CLAIM_UID, POD, claim, data_checkpoint, gpu
+
+    host = crio(host_driver(fake_host))
+    host.text(CHECKPOINT, data_checkpoint([claim(CLAIM_UID, "single-gpu", [POD], {"gpu.nvidia.com": [gpu(0)]})]))
+    name = f"k8s.gpu.nvidia.com/claim={CLAIM_UID}-gpu-0"
+    if defined:
+        host.text("/var/run/cdi/dra.json", json.dumps({
+            "cdiVersion": "0.5.0", "kind": "k8s.gpu.nvidia.com/claim",
+            "devices": [{"name": f"{CLAIM_UID}-gpu-0",
+                         "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}}]}))  # fmt: skip
+    _, report = judge(host, DRA_POD, tmp_path, capsys)
+    (container,) = report["pods"]
+    assert container["cri_config"]["CDI_devices"] == [{"name": name}]
+    assert container["origins"]["/CDI_devices/0"]["line"] == DRA_POD.splitlines().index("      - name: gpu") + 1
+    assert container["verdict"] == ("runs-as-asked" if defined else "refused"), container["reasons"]
+    if not defined:
+        assert [f["code"] for f in container["findings"]] == ["REC001"]

@@ -97,6 +97,33 @@ def runtime_handler_not_on_node(value: Any, context: Context) -> Iterator[Proble
     return _node_problems("K8S103", value, context)
 
 
+@rule("K8S104", "gpu-env-without-nvidia-runtime", Severity.ERROR, [KUBERNETES], needs_host=True)
+def gpu_env_without_nvidia_runtime(value: Any, context: Context) -> Iterator[Problem]:
+    """The container's GPU rests on NVIDIA_VISIBLE_DEVICES alone and nothing on this node injects it (`lint --node`).
+
+    ## What it checks
+    With `--node`: a container whose device plugin answers with no device spec, no CDI name and no `cdi.k8s.io/`
+    annotation (NVIDIA's device plugin's default `envvar` strategy: only `NVIDIA_VISIBLE_DEVICES`), while the
+    runtime handler the pod runs on (its RuntimeClass's, else the engine's default) is not NVIDIA's runtime and no
+    NVIDIA hook (`nvidia-container-runtime-hook`) is registered in the engine's hooks directories.
+
+    ## Why it matters
+    The variable is only a request to NVIDIA's runtime or hook: runc and crun ignore it. Measured with a real
+    kubelet 1.32 on cri-o 1.37 and containerd 1.7 and 2.1: the pod runs, and its container has no
+    `/dev/nvidia*` node.
+
+    ## Example
+    A GPU pod without `runtimeClassName` on a node whose default handler is runc, with the device plugin on its
+    default strategy.
+
+    ## Fix
+    Run the pod with NVIDIA's runtime (`runtimeClassName: nvidia`, after `nvidia-ctk runtime configure`), or make
+    the plugin hand out devices itself (`deviceListStrategy: cdi-cri` with CDI on in the engine, or
+    `PASS_DEVICE_SPECS=true`).
+    """
+    return _node_problems("K8S104", value, context)
+
+
 @rule("K8S105", "device-plugin-answer-unknown", Severity.INFO, [KUBERNETES], needs_host=True)
 def device_plugin_answer_unknown(value: Any, context: Context) -> Iterator[Problem]:
     """The device plugin registered on this node but has answered no pod yet (`lint --node`).
