@@ -15,7 +15,8 @@ on these machines:
   its own below it (CrioDaemon's, so that its overlay mounts leave with it). The engines' own directories stay in
   /tmp, seen alike from both sides.
 - the engine: cri-o 1.37 (tests/e2e/crio.py) or containerd 1.7 / 2.1 (tests/e2e/cri.py, `restrict_oom_score_adj`),
-  each with runc behind bounded_runc (privileged containers run in this sandbox) and CDI read from /var/run/cdi.
+  each with runc behind bounded_runc (privileged containers run in this sandbox) and CDI read from /var/run/cdi;
+  or containerd 1.7 with enable_cdi = false (CDI_OFF), as it runs where enable_cdi is not turned on.
 - the kubelet: standalone (no API server), static pods from a directory, the read-only port (`GET /pods`) on a free
   port of 127.0.0.1, a cgroup root of its own, cgroupfs, no iptables chains, eviction and image GC that never act.
 - the device plugin, when an answer is given: it registers `resource` with `devices`, and the kubelet has them once
@@ -80,6 +81,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 KUBELET = PEERS / "kubelet"
 CRICTL = PEERS / "crictl"
 ENGINES = ("crio", "containerd-1.7", "containerd-2.1")
+# containerd 1.7 as it runs where enable_cdi is not turned on (its default): it drops every CDI name. Kubelet.start
+# takes it beside ENGINES.
+CDI_OFF = "containerd-1.7-cdi-off"
 RESOURCE = "nvidia.com/gpu"
 DEVICES = ("gpu0", "gpu1", "gpu2", "gpu3", "gpu4", "gpu5", "gpu6", "gpu7")
 # The sysctls the kubelet's container manager sets at start (cm/container_manager_linux.go setupKernelTunables).
@@ -178,7 +182,7 @@ class _AnchoredCrio(CrioDaemon):
 def _containerd_binary(engine: str) -> Path:
     from tests.containerd.real import CANDIDATES
 
-    binary = CANDIDATES[1] if engine == "containerd-1.7" else CANDIDATES[2]
+    binary = CANDIDATES[1] if engine.startswith("containerd-1.7") else CANDIDATES[2]
     if not os.access(binary, os.X_OK):
         raise KubeletUnavailable(f"no {engine} at {binary}: run `sh scripts/setup test` (tests/containerd/setup.sh)")
     return binary
@@ -333,8 +337,8 @@ class Kubelet:
         """Start the namespace, `node_setup(host_root)` (to make fake device nodes and driver roots in it), the
         engine, the kubelet and, when plugin_answer is given (see device_plugin.py: {"*": answer, ID: answer}), the
         device plugin; raises KubeletUnavailable after cleaning up."""
-        if engine not in ENGINES:
-            raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
+        if engine not in (*ENGINES, CDI_OFF):
+            raise ValueError(f"engine {engine!r}: one of {', '.join((*ENGINES, CDI_OFF))}")
         reason = skip_reason()
         if reason is not None:
             raise KubeletUnavailable(reason)
@@ -439,7 +443,7 @@ class Kubelet:
                     daemon.workdir,
                     binary_name=runc,
                     container_annotations=(),
-                    enable_cdi=True,
+                    enable_cdi=self.engine_name != CDI_OFF,
                     cdi_spec_dirs=[CDI_SPEC_DIR],
                 )
                 daemon._start([*self._enter(), _catatonit(), "--"], config, timeout)
