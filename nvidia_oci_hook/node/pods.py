@@ -384,24 +384,6 @@ def _verdict(
     return AS_ASKED, [f"{node.label} gives it {', '.join(given)}" if given else f"{node.label} runs it"]
 
 
-def judge_manifests(
-    manifests: Manifests,
-    node: PodNode,
-    rules: dict[str, Rule],
-    context: Context,
-    runtime_handler: Optional[str] = None,
-    paths: Optional[Sequence[str]] = None,
-) -> list[tuple[Any, list[Judgement]]]:
-    """(object, its containers' judgements) for every workload of the manifests (of the files in paths)."""
-    judged = []
-    for obj in manifests.objects:
-        template = obj.template
-        if template is None or (paths is not None and obj.path not in paths):
-            continue
-        judged.append((obj, judge_template(template, node, rules, context, manifests, runtime_handler)))
-    return judged
-
-
 def document_judgements(value: Any, context: Context) -> list[Judgement]:
     """Every container of the document's pod templates judged on the node of context.pod_node (lint --node), by
     every CRI rule; lint keeps the findings of the rules selected."""

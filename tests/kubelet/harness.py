@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from nvidia_oci_hook.kinds.kubernetes import deviceplugin
+from tests.containerd.real import stop_daemon
 from tests.e2e.cri import (
     BUSYBOX_IMAGE,
     CRIClient,
@@ -507,7 +508,7 @@ class Kubelet:
         plugin, until the kubelet has the plugin's devices again (the plugin registers anew on its own)."""
         processed = self.log().count(PROCESSED)
         if self.process is not None:
-            _stop(self.process)
+            stop_daemon(self.process)
         self._start_kubelet(timeout)
         if self.plugin is None:
             return
@@ -584,7 +585,7 @@ class Kubelet:
 
     def stop_plugin(self) -> None:
         if self.plugin is not None:
-            _stop(self.plugin)
+            stop_daemon(self.plugin)
             self.plugin = None
 
     # Pods.
@@ -702,7 +703,7 @@ class Kubelet:
     def close(self) -> None:
         """Stop everything and remove every trace: pods, processes, mounts, cgroups, directories."""
         if self.process is not None:
-            _stop(self.process)
+            stop_daemon(self.process)
         self.stop_plugin()
         if self.engine is not None:
             self._stop_containers()
@@ -719,7 +720,7 @@ class Kubelet:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
                 _wait_gone(leftovers)
-            _stop(self.anchor)
+            stop_daemon(self.anchor)
         _remove_cgroup(self.cgroup_root)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -747,18 +748,3 @@ class Kubelet:
                 subprocess.run(
                     [*self._enter(), "umount", "--lazy", *below], capture_output=True, timeout=30, check=False
                 )
-
-
-def _stop(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
-    """SIGTERM to the process's session, SIGKILL when it does not exit in time."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=timeout)
