@@ -163,7 +163,8 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     metavar="NAME=VERSION",
     help="Judge CDI specs with the CDI library this engine release vendors: crio, containerd or podman (repeatable); "
     "containerd=VERSION also judges containerd configurations as that release reads them; crio or containerd "
-    "(VERSION optional) judges CRI container configs for that engine.",
+    "(VERSION optional) judges CRI container configs for that engine; nvidia-container-toolkit=VERSION (1.14 to 1.20) "
+    "judges the toolkit's config.toml as that release reads it.",
 )
 @click.option(
     "--kubernetes-version",
@@ -236,6 +237,7 @@ def lint(
         crio_config_dir=crio_config_dir,
         kubernetes_version=_kubernetes_version(kubernetes_version),
         runtime_handler=runtime_handler,
+        toolkit_release=_toolkit_release(engines),
     )
     if runtime_handler and not node:
         raise click.UsageError("--runtime-handler goes with --node")
@@ -264,12 +266,33 @@ def _engine_pairs(engines: tuple[str, ...]) -> list[tuple[str, str]]:
     pairs = []
     for text in engines:
         name, equals, version = text.partition("=")
-        key = engine_key(name)
+        key = TOOLKIT if name.lower() in TOOLKIT_NAMES else engine_key(name)
         bare = not equals and key in ("crio", "containerd")
         if key is None or not (bare or version):
-            raise click.UsageError(f"--engine {text}: expected NAME=VERSION, NAME one of crio, containerd, podman")
+            raise click.UsageError(
+                f"--engine {text}: expected NAME=VERSION, NAME one of crio, containerd, podman, {TOOLKIT}"
+            )
         pairs.append((key, version))
     return pairs
+
+
+# --engine's names for NVIDIA Container Toolkit: its package, and the names users call it by.
+TOOLKIT = "nvidia-container-toolkit"
+TOOLKIT_NAMES = (TOOLKIT, "toolkit", "nvidia-ctk")
+
+
+def _toolkit_release(engines: tuple[str, ...]) -> Optional[str]:
+    """The toolkit release named by --engine (the last one), which judges the toolkit's config.toml; a usage
+    error for one no model has."""
+    from nvidia_oci_hook.kinds.toolkit.releases import UnknownToolkitRelease, release_for
+
+    named = [version for key, version in _engine_pairs(engines) if key == TOOLKIT]
+    if not named:
+        return None
+    try:
+        return release_for(named[-1]).version
+    except UnknownToolkitRelease as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _kubernetes_version(text: Optional[str]) -> Optional[str]:
@@ -308,8 +331,8 @@ def _cdi_judges(cdi_library: Optional[str], engines: tuple[str, ...]) -> tuple[t
             return (Judge(library(cdi_library)),), None
         pairs, reads_no_cdi = [], None
         for key, version in _engine_pairs(engines):
-            if not version:
-                continue  # an engine named for CRI container configs only
+            if not version or key == TOOLKIT:
+                continue  # an engine named for CRI container configs only, or the toolkit
             try:
                 engine_judges([(key, version)])
             except ReadsNoCdi as exc:
@@ -504,6 +527,7 @@ def doctor(
     import time
 
     from nvidia_oci_hook.node import doctor as mode
+    from nvidia_oci_hook.node.checks.base import ERROR
 
     started = time.monotonic()
 
@@ -541,7 +565,7 @@ def doctor(
             checks = selected(mode.run_checks(host_root, settings, use_nvml, nvml_library, runtime_roots=runtime_roots))
         if not performed:
             performed.append("nothing to repair")
-    status = EXIT_FINDINGS if mode.overall(checks) == mode.ERROR else EXIT_CLEAN
+    status = EXIT_FINDINGS if mode.overall(checks) == ERROR else EXIT_CLEAN
     node_root = host_root if os.path.abspath(host_root) != "/" else ""
     if output_format == "npd":
         text, status = mode.render_npd(checks)

@@ -6,20 +6,19 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from nvidia_oci_hook import io
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.findings import Finding, Problem
-from nvidia_oci_hook.formats.parsing import LoadProblem
 from nvidia_oci_hook.host import DEFAULT_DRIVER_ROOTS, LOCAL, HostView
 from nvidia_oci_hook.kinds.cdi.releases import Judge
 from nvidia_oci_hook.kinds.collection import Collection, DirectoryKind, directory_kind_for, follow_imports
-from nvidia_oci_hook.kinds.containerd.versions import release_note
 from nvidia_oci_hook.kinds.cri import CRI_CONTAINER
-from nvidia_oci_hook.kinds.document import AUTO, OCI_CONFIG, Document, Location, find_kind, parse_document
+from nvidia_oci_hook.kinds.document import AUTO, Document, Location, find_kind
+from nvidia_oci_hook.kinds.loading import load_document
 from nvidia_oci_hook.kinds.schema import schema_problems
-from nvidia_oci_hook.rules.base import Context, Rule, all_rules, selected
+from nvidia_oci_hook.rules.base import Context, Rule, all_rules, judged, selected
 
 
 @dataclass(frozen=True)
@@ -51,6 +50,9 @@ class LintOptions:
     kubernetes_version: Optional[str] = None
     # With node: the runtime handler a pod's sandbox is asked of (--runtime-handler); None: its RuntimeClass's.
     runtime_handler: Optional[str] = None
+    # The NVIDIA Container Toolkit release its config.toml is judged as (--engine nvidia-container-toolkit=VERSION);
+    # none: the release found on the node with --node, else the newest modelled.
+    toolkit_release: Optional[str] = None
 
 
 @dataclass
@@ -83,33 +85,17 @@ def _finding(rule: Rule, location: Location, problem: Problem) -> Finding:
     )
 
 
-def judged(problem: Problem, context: Context) -> Optional[Problem]:
-    """The problem as the engine and the containerd release judged for see it: None where it is one of the other
-    engine's, or of other containerd series only; where the release is not modelled, its message says which
-    series judged it."""
-    if context.cri_engine is not None and problem.engines is not None and context.cri_engine not in problem.engines:
-        return None
-    series, release = context.containerd_series, context.containerd_release
-    if series is None or release is None or problem.series is None:
-        return problem
-    if series not in problem.series:
-        return None
-    note = release_note(release)
-    if note == f"containerd {release}":
-        return problem
-    return dataclasses.replace(problem, message=f"{problem.message} [{note}]")
-
-
 def lint_document(document: Document, rules: dict[str, Rule], context: Context) -> list[Finding]:
     findings: list[Finding] = []
     for load_problem in document.load_problems:
         load_rule = rules.get(load_problem.code)
-        if load_rule is not None:
-            problem = Problem(load_problem.pointer, load_problem.message)
+        problem = judged(Problem(load_problem.pointer, load_problem.message, series=load_problem.series), context)
+        if load_rule is not None and problem is not None:
             findings.append(_finding(load_rule, document.locate_problem(load_problem), problem))
     if not document.parsed:
         return sorted(findings, key=Finding.sort_key)
     context.document_path = context.document_path or document.path
+    context.document = document
     if document.kind == CRI_CONTAINER and context.cri_engine is None and context.host is not None:
         from nvidia_oci_hook.node.engines import cri_engine_of
 
@@ -153,25 +139,8 @@ def lint_document(document: Document, rules: dict[str, Rule], context: Context) 
 
 def load_file(path: str, kind: str, options: LintOptions, files: HostView = LOCAL) -> Document:
     """Read and parse one file from where it is (files: this machine's as named, or the node's under its host
-    root); raises io.ReadError when it cannot be read at all."""
-    from nvidia_oci_hook.kinds.kubernetes import KUBERNETES, MANIFEST_MAX_BYTES, looks_like_manifests
-
-    display = "<stdin>" if path == "-" else path
-    # A cluster's manifests (`kubectl get pods -A -o yaml`) outgrow any one container's spec: a stream that may be
-    # one is read up to their own limit, and held to the others' once it is known not to be.
-    limit = options.max_bytes
-    if kind in (AUTO, KUBERNETES) and options.max_bytes == io.DEFAULT_MAX_BYTES:
-        limit = max(limit, MANIFEST_MAX_BYTES)
-    try:
-        raw = files.read_bytes(path, limit)
-    except io.TooLarge as exc:
-        too_large = OCI_CONFIG if kind == AUTO else kind
-        return Document(display, too_large, "", load_problems=[LoadProblem("DOC004", str(exc))])
-    if len(raw) > options.max_bytes and kind != KUBERNETES and not looks_like_manifests(display, raw):
-        too_large = OCI_CONFIG if kind == AUTO else kind
-        message = str(io.TooLarge(len(raw), options.max_bytes))
-        return Document(display, too_large, "", load_problems=[LoadProblem("DOC004", message)])
-    return parse_document(display, raw, kind)
+    root), held to options' size limit; raises io.ReadError when it cannot be read at all."""
+    return load_document(path, kind, files, options.max_bytes)
 
 
 @dataclass
@@ -215,6 +184,13 @@ def lint_collection(
         def context_for() -> Context:
             return dataclasses.replace(outer(), containerd_release=release)
 
+    toolkit_release = collection.toolkit_release
+    if toolkit_release is not None and context_for().toolkit_release is None:
+        around = context_for
+
+        def context_for() -> Context:
+            return dataclasses.replace(around(), toolkit_release=toolkit_release)
+
     for member in collection.documents:
         results.add(member.path, member.kind, lint_document(member, rules, context_for()))
     context = context_for()
@@ -233,23 +209,13 @@ def lint_collection(
         lint_collection(part, rules, context_for, results)
 
 
-def run_manifests(documents: Sequence[Document]) -> Optional[Any]:
-    """Every Kubernetes object of the documents given in one run, for the rules that judge one object by others
-    (a RuntimeClass a pod names may be in another file); None where none is a manifest stream."""
-    from nvidia_oci_hook.kinds.kubernetes import KUBERNETES
-    from nvidia_oci_hook.kinds.kubernetes.objects import Manifests, objects
-
-    streams = [document for document in documents if document.kind == KUBERNETES and document.parsed]
-    if not streams:
-        return None
-    return Manifests([obj for document in streams for obj in objects(document.value, document.path)])
-
-
 def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     """Lint every path (a file, '-', or a directory of one kind), and the node's documents with --node.
 
     Raises io.ReadError for a path that cannot be read at all.
     """
+    from nvidia_oci_hook.kinds.kubernetes import run_manifests
+
     rules = active_rules(options)
     host = None if options.offline else HostView(options.host_root)
 
@@ -263,6 +229,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
             cri_engine=options.cri_engine,
             kubernetes_version=options.kubernetes_version,
             runtime_handler=options.runtime_handler,
+            toolkit_release=options.toolkit_release,
         )
 
     def loader(path: str, kind: str) -> Document:

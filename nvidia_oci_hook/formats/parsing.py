@@ -36,6 +36,9 @@ class LoadProblem:
     pointer: str = ""
     line: Optional[int] = None
     column: Optional[int] = None
+    # The containerd series whose reader has this problem (as Problem.series): a file one release reads and another
+    # refuses. None: every reader.
+    series: Optional[frozenset[str]] = None
 
 
 @dataclass(frozen=True)

@@ -150,3 +150,31 @@ def parse_toml(raw: bytes) -> Parsed:
 
 
 register_format("toml", parse_toml)
+
+
+def string_end(text: str, start: int) -> int:
+    """The index just past the string that starts at start ('...', "...", or their triple-quoted forms)."""
+    quote = text[start]
+    if text.startswith(quote * 3, start):
+        i = start + 3
+        while i < len(text):
+            if quote == '"' and text[i] == "\\":
+                i += 2
+                continue
+            if text.startswith(quote * 3, i):
+                end = i + 3
+                # Up to two more quotes belong to the content.
+                while end < len(text) and text[end] == quote and end - i < 5:
+                    end += 1
+                return end
+            i += 1
+        return len(text)
+    i = start + 1
+    while i < len(text) and text[i] != "\n":
+        if quote == '"' and text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == quote:
+            return i + 1
+        i += 1
+    return i

@@ -43,6 +43,9 @@ class Collection:
     # The containerd release (its number) that reads the containerd configuration in this collection: the one
     # found on the node; None: as linted.
     containerd_release: Optional[str] = None
+    # The NVIDIA Container Toolkit release (its number) that reads the toolkit configuration in this collection:
+    # the one found on the node; None: as linted.
+    toolkit_release: Optional[str] = None
 
     def document(self, path: str) -> Optional[Document]:
         for document in self.documents:

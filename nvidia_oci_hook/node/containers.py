@@ -208,8 +208,8 @@ def configured_roots(host: HostView) -> tuple[list[str], list[str]]:
     drop-ins), and the Root option of containerd's runc handlers, which holds one directory per namespace.
     Returns (roots, containerd roots)."""
     from nvidia_oci_hook.kinds.containerd.config import ContainerdConfig
+    from nvidia_oci_hook.kinds.loading import read_toml
     from nvidia_oci_hook.node.engines import containerd_in_effect, crio_files, dig
-    from nvidia_oci_hook.node.reload_risk import read_toml
 
     roots: list[str] = []
     for path in crio_files(host):

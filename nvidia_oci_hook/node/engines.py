@@ -18,6 +18,7 @@ from nvidia_oci_hook.kinds.cdi.releases import (
     version_key,
 )
 from nvidia_oci_hook.kinds.collection import NODE, Collection, FileLoader, Skipped, bound, directory_kinds
+from nvidia_oci_hook.kinds.loading import load_document, read_toml
 from nvidia_oci_hook.node.engine_versions import EngineRelease, installed_engines
 from nvidia_oci_hook.node.locations import ByHand, ConfigInEffect, Locations, find_locations, view_of
 
@@ -89,16 +90,14 @@ def containerd_in_effect(host: HostView, by_hand: Optional[ByHand] = None) -> Op
     file), its drop-ins merged; None where there is none."""
     from nvidia_oci_hook.io import ReadError
     from nvidia_oci_hook.kinds.containerd.reading import effective_config, read_containerd_config
-    from nvidia_oci_hook.lint import LintOptions, load_file
 
     chosen = find_locations(host, by_hand, versions=False).containerd
     path = chosen.path if chosen else CONTAINERD_CONFIG
     view = view_of(host, chosen) if chosen else host
     if not view.exists(path):
         return None
-    options = LintOptions(host_root=host.root)
     try:
-        collection = read_containerd_config(path, lambda file, kind: load_file(file, kind, options, view), view)
+        collection = read_containerd_config(path, bound(load_document, view), view)
     except ReadError:
         return None  # gone since it was seen: a daemon that is stopping took its configuration with it
     return effective_config(collection, _series(None, collection.root_version))
@@ -107,7 +106,6 @@ def containerd_in_effect(host: HostView, by_hand: Optional[ByHand] = None) -> Op
 def _handler_configs(host: HostView, by_hand: Optional[ByHand]) -> tuple[Any, Optional[dict[str, Any]]]:
     """cri-o's merged configuration (None where it has no file) and containerd's in effect (None likewise)."""
     from nvidia_oci_hook.kinds.crio.merge import merge
-    from nvidia_oci_hook.node.reload_risk import read_toml
 
     view, paths = crio_config_files(host, by_hand)
     files = [(path, read_toml(view, path)) for path in paths]
@@ -187,6 +185,7 @@ def discover_node(
     _read_podman(host, node, facts)
     _read_hooks(host, load, node, facts)
     _read_cdi(host, load, node, facts)
+    _read_toolkit(host, load, node, by_hand)
     for engine in facts.cdi_dirs:
         if engine not in facts.releases:
             node.looked.append(
@@ -403,3 +402,28 @@ def looked_at_in(node: Collection) -> list[tuple[str, str]]:
 
     walk(node)
     return sorted(entries)
+
+
+def engine_cdi_dirs(host: HostView) -> dict[str, tuple[str, ...]]:
+    """engine -> the CDI spec directories its configuration in effect reads, for the engines configured here."""
+    from nvidia_oci_hook.kinds.containerd.config import cdi_spec_dirs
+
+    crio, containerd = _handler_configs(host, None)
+    found: dict[str, tuple[str, ...]] = {}
+    if crio is not None:
+        found["cri-o"] = _strings(crio.get("/crio/runtime/cdi_spec_dirs")) or DEFAULT_CDI_SPEC_DIRS
+    if containerd is not None:
+        found["containerd"] = cdi_spec_dirs(containerd) or DEFAULT_CDI_SPEC_DIRS
+    return found
+
+
+def _read_toolkit(host: HostView, load: FileLoader, node: Collection, by_hand: Optional[ByHand]) -> None:
+    from nvidia_oci_hook.kinds.toolkit import TOOLKIT
+    from nvidia_oci_hook.node.toolkit import read_toolkit
+
+    reading = read_toolkit(host, bound(load, host), runtime_handlers(host, by_hand))
+    node.looked.extend(reading.looked)
+    node.skipped.extend(Skipped(path, why) for path, why in reading.missing)
+    if reading.documents:
+        release = reading.release.version if reading.release else None
+        node.parts.append(Collection(TOOLKIT + "-configs", [], reading.documents, toolkit_release=release))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.node.doctor import ERROR, OK, UNKNOWN, WARNING, Check
+from nvidia_oci_hook.node.checks.base import ERROR, OK, UNKNOWN, WARNING, Check
 
 PREFIX = "nvidia_oci_hook_"
 STATUS_VALUES = {OK: 0, WARNING: 1, ERROR: 2, UNKNOWN: 3}

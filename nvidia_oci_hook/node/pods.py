@@ -24,7 +24,7 @@ from nvidia_oci_hook.kinds.kubernetes.kubelet import DerivedConfig, PluginAnswer
 from nvidia_oci_hook.kinds.kubernetes.objects import RUNTIME_CLASS, Container, Manifests, PodTemplate
 from nvidia_oci_hook.node.device_plugins import DevicePlugins, read_device_plugins
 from nvidia_oci_hook.node.dra_state import claim_cdi_devices, read_dra_state
-from nvidia_oci_hook.rules.base import Context, Rule
+from nvidia_oci_hook.rules.base import Context, Rule, judged
 
 REFUSED = "refused"
 WITHOUT_GPU = "runs-without-gpu"
@@ -69,11 +69,10 @@ def read_pod_node(host: HostView, facts: Optional[Any] = None) -> PodNode:
     from nvidia_oci_hook.node.engines import cri_engine_of, default_handlers, runtime_handlers
 
     if facts is None:
-        from nvidia_oci_hook.lint import LintOptions, load_file
+        from nvidia_oci_hook.kinds.loading import load_document
         from nvidia_oci_hook.node.engines import discover_node
 
-        options = LintOptions(host_root=host.root)
-        facts = discover_node(host, lambda path, kind, files: load_file(path, kind, options, files)).facts
+        facts = discover_node(host, load_document).facts
     engine = cri_engine_of(host)
     release = facts.releases.get(engine) if engine else None
     label = (
@@ -90,7 +89,7 @@ def read_pod_node(host: HostView, facts: Optional[Any] = None) -> PodNode:
         read_device_plugins(host),
         [path for path in gpu_nodes if host.identity(path) is not None],
         default_handlers(host).get(engine) if engine else None,
-        _nvidia_hooks(host, facts.hooks_dirs.get("cri-o", ())) if engine == "crio" else [],
+        nvidia_hook_files(host, facts.hooks_dirs.get("cri-o", ())) if engine == "crio" else [],
         read_dra_state(host),
     )
 
@@ -105,7 +104,7 @@ def _injects(program: str) -> bool:
     return name in NVIDIA_INJECTORS or name.startswith("nvidia-container-runtime.")
 
 
-def _nvidia_hooks(host: HostView, directories: Sequence[str]) -> list[str]:
+def nvidia_hook_files(host: HostView, directories: Sequence[str]) -> list[str]:
     import json
 
     found = []
@@ -196,8 +195,6 @@ def _as_engine_reads(config: dict[str, Any], node: PodNode) -> dict[str, Any]:
 def _cri_problems(
     derived: DerivedConfig, config: dict[str, Any], rules: dict[str, Rule], context: Context
 ) -> list[tuple[Rule, Problem]]:
-    from nvidia_oci_hook.lint import judged
-
     found = []
     for rule in rules.values():
         if rule.check is None or not rule.applies_to(CRI_CONTAINER) or rule.code.startswith(("SCH", "DOC")):
@@ -416,13 +413,13 @@ def judge_paths(paths: Sequence[str], options: Any) -> PodReport:
     """The pods of the manifest files given (lint's LintOptions: host root, driver roots, settings, runtime
     handler), each container judged on the node. Raises io.ReadError for a path that cannot be read, and
     ValueError for a file that is not Kubernetes manifests."""
-    from nvidia_oci_hook.kinds.kubernetes import KUBERNETES
-    from nvidia_oci_hook.lint import load_file, run_manifests
+    from nvidia_oci_hook.kinds.kubernetes import KUBERNETES, run_manifests
+    from nvidia_oci_hook.kinds.loading import load_document
 
     host = HostView(options.host_root)
     documents = []
     for path in paths:
-        document = load_file(path, KUBERNETES, options)
+        document = load_document(path, KUBERNETES, max_bytes=options.max_bytes)
         if document.load_problems or not document.parsed:
             # A pod judged without one of its documents would be judged wrong: the file is fixed first.
             problem = document.load_problems[0] if document.load_problems else None

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.cdi.releases import version_key
+from nvidia_oci_hook.kinds.loading import read_toml
 
 # runc releases whose systemd driver skips a device rule without its /dev/char link.
 SKIPPING_RUNC = ((1, 1, 3), (1, 1, 6))
@@ -159,17 +160,6 @@ def engine_cgroups(host: HostView, node_configs: dict[str, Any], packages: dict[
 
 def _program(runtime: str) -> str:
     return "runc" if "runc" in runtime else "crun"
-
-
-def read_toml(host: HostView, path: str) -> Optional[dict[str, Any]]:
-    """A TOML file under the host root, parsed; None where it is absent (an unparsable one is empty)."""
-    from nvidia_oci_hook.formats.tomltext import parse_toml
-
-    text = host.read_text(path)
-    if text is None:
-        return None
-    value = parse_toml(text.encode()).value
-    return value if isinstance(value, dict) else {}
 
 
 def node_configs(host: HostView, packages: dict[str, str]) -> dict[str, dict[str, Any]]:

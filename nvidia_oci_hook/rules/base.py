@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 from nvidia_oci_hook.config import Settings
@@ -50,6 +50,11 @@ class Context:
     # runtime handler named by --runtime-handler; None: pods are judged as manifests only.
     pod_node: Optional[Any] = None
     runtime_handler: Optional[str] = None
+    # The NVIDIA Container Toolkit release its config.toml is judged as (--engine nvidia-container-toolkit=VERSION,
+    # the node's); None: the newest modelled.
+    toolkit_release: Optional[str] = None
+    # The document being linted, for the rules that quote a position the way its own reader prints it.
+    document: Optional[Any] = None
     memo: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -62,6 +67,25 @@ class Context:
         if key not in self.memo:
             self.memo[key] = build()
         return self.memo[key]
+
+
+def judged(problem: Problem, context: Context) -> Optional[Problem]:
+    """The problem as the engine and the containerd release judged for see it: None where it is one of the other
+    engine's, or of other containerd series only; where the release is not modelled, its message says which
+    series judged it."""
+    from nvidia_oci_hook.kinds.containerd.versions import release_note
+
+    if context.cri_engine is not None and problem.engines is not None and context.cri_engine not in problem.engines:
+        return None
+    series, release = context.containerd_series, context.containerd_release
+    if series is None or release is None or problem.series is None:
+        return problem
+    if series not in problem.series:
+        return None
+    note = release_note(release)
+    if note == f"containerd {release}":
+        return problem
+    return replace(problem, message=f"{problem.message} [{note}]")
 
 
 Check = Callable[[Any, Context], Iterable[Problem]]

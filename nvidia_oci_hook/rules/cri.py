@@ -7,12 +7,13 @@ import os
 import posixpath
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
+from typing import Any, Optional
 
 from nvidia_oci_hook.findings import OUTCOME_REFUSED, OUTCOME_WITHOUT_DEVICE, Problem, Severity
-from nvidia_oci_hook.host import rewrite_for_existing_root
+from nvidia_oci_hook.host import DeviceIdentity, rewrite_for_existing_root
 from nvidia_oci_hook.kinds.cdinames import cdi_name_error
-from nvidia_oci_hook.kinds.cri import CRI_CONTAINER, CRIContainerConfig
+from nvidia_oci_hook.kinds.cri import CRI_CONTAINER, CRIContainerConfig, CRIDevice
+from nvidia_oci_hook.kinds.devices import DEFAULT_DEVICES as KERNEL_DEVICES
 from nvidia_oci_hook.rules.base import Context, rule
 
 CRIO_COLLISION_ERROR = (
@@ -71,7 +72,9 @@ def privileged_device_path_exists(value: Any, context: Context) -> Iterator[Prob
             f"{device.pointer}/container_path",
             f"cri-o refuses the container: {CRIO_COLLISION_ERROR} ({looked}{where} exists on the host as "
             f"{info.describe()}, while host_path is {device.host_path})",
-            f"remove the stray host node {device.container_path}, or request the device through CDI",
+            f"give the device a container path of its own, such as {_own_path(device)}"
+            if device.container_path in DEFAULT_DEVICES
+            else f"remove the stray host node {device.container_path}, or request the device through CDI",
             engines=CRIO,
             outcome=OUTCOME_REFUSED,
         )
@@ -266,7 +269,7 @@ def device_host_path_empty(value: Any, context: Context) -> Iterator[Problem]:
 
 
 # The devices every container has (runc's defaults): a path of theirs is a device node in the container already.
-DEFAULT_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"})
+DEFAULT_DEVICES = frozenset(KERNEL_DEVICES)
 
 
 @rule("CRI008", "device-directory-on-default-device", Severity.ERROR, [CRI_CONTAINER], needs_host=True)
@@ -310,6 +313,151 @@ def device_directory_on_default_device(value: Any, context: Context) -> Iterator
         yield Problem(pointer, message, hint, engines=CONTAINERD, outcome=OUTCOME_REFUSED)
         if not config.privileged:
             yield Problem(pointer, message, hint, engines=CRIO, outcome=OUTCOME_REFUSED)
+
+
+# What runc (1.1.5) says where it cannot open the container's /dev/null while it sets the container up (libcontainer
+# reOpenDevNull), measured with a GPU's node (c 195:0) and no driver for it (tests/e2e/cri_cases.py); each engine's
+# words around it.
+REOPEN_ERROR = (
+    "runc create failed: unable to start container process: error during container init: error reopening /dev/null "
+    "inside container: open /dev/null: no such device or address"
+)
+_REFUSED_BY = {
+    "crio": f"cri-o refuses the container when it creates it (`container create failed: ... {REOPEN_ERROR}`)",
+    "containerd": "containerd refuses the container when it starts it (`failed to create containerd task: failed to "
+    f"create shim task: OCI runtime create failed: {REOPEN_ERROR}`)",
+}
+
+
+def _driven_majors(context: Context) -> Optional[dict[str, frozenset[int]]]:
+    """The majors a driver serves on the host, by node type ("c", "b"), from /proc/devices; None where it cannot be
+    read."""
+
+    def read() -> Optional[dict[str, frozenset[int]]]:
+        assert context.host is not None
+        text = context.host.read_text("/proc/devices")
+        if text is None:
+            return None
+        found: dict[str, set[int]] = {"c": set(), "b": set()}
+        section = found["c"]
+        for line in text.splitlines():
+            if line.startswith("Block devices"):
+                section = found["b"]
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit():
+                section.add(int(parts[0]))
+        return {kind: frozenset(majors) for kind, majors in found.items()}
+
+    return context.cached("driven-majors", read)  # type: ignore[no-any-return]
+
+
+def _foreign_default_nodes(value: Any, context: Context) -> Iterator[tuple[CRIDevice, DeviceIdentity, Optional[bool]]]:
+    """Each device given a default device's container path whose host node is another device, with whether a driver
+    serves that node on the host (None: /proc/devices cannot be read)."""
+    if context.host is None:
+        return
+    for device in _config(value, context).devices:
+        default = KERNEL_DEVICES.get(device.container_path)
+        if default is None or not device.host_path.startswith("/"):
+            continue
+        info = context.host.identity(device.host_path)
+        if info is None or not info.is_device or (info.type, info.major, info.minor) == default:
+            continue
+        majors = _driven_majors(context)
+        yield device, info, None if majors is None else info.major in majors[info.type]
+
+
+def _own_path(device: CRIDevice) -> str:
+    name = posixpath.basename(device.host_path)
+    return f"/dev/{name}" if name and f"/dev/{name}" not in DEFAULT_DEVICES else "/dev/<name of its own>"
+
+
+@rule("CRI009", "undriven-device-on-dev-null", Severity.ERROR, [CRI_CONTAINER], needs_host=True)
+def undriven_device_on_dev_null(value: Any, context: Context) -> Iterator[Problem]:
+    """A device node that no driver serves on the host is given the container path /dev/null.
+
+    ## What it checks
+    A `devices` entry whose `container_path` is `/dev/null` and whose `host_path` is a device node (other than
+    `/dev/null`'s own `c 1:3`) of a major that no driver serves on the host: `/proc/devices` does not list it. A
+    GPU's node (`c 195:0`) on a node whose NVIDIA driver is not loaded is the case in point.
+
+    ## Why it matters
+    The engines put the node at `/dev/null` in place of the default one, and runc opens the container's `/dev/null`
+    while it sets the container up. With no driver behind the node the open fails, and so does the container:
+    `error reopening /dev/null inside container: open /dev/null: no such device or address`; cri-o (1.37) when it
+    creates the container (a privileged one: CRI001 refuses it first), containerd (1.7.24, 2.1.9) when it starts
+    it, privileged or not (measured, runc 1.1.5). Where a driver serves the node the container starts with it as
+    `/dev/null` (CRI010).
+
+    ## Example
+    `{"container_path": "/dev/null", "host_path": "/dev/nvidia0", "permissions": "rw"}` on a node where
+    `grep -w 195 /proc/devices` prints nothing.
+
+    ## Fix
+    Give the device a container path of its own (`/dev/nvidia0` for `/dev/nvidia0`).
+    """
+    privileged = _config(value, context).privileged
+    for device, info, driven in _foreign_default_nodes(value, context):
+        if device.container_path != "/dev/null" or driven is not False:
+            continue
+        what = (
+            f"{device.host_path} ({info.describe()}) is given the container path /dev/null, and no driver serves "
+            f"major {info.major} on the host (/proc/devices): runc cannot open the container's /dev/null"
+        )
+        hint = f"give the device a container path of its own, such as {_own_path(device)}"
+        pointer = f"{device.pointer}/container_path"
+        yield Problem(
+            pointer, f"{what}: {_REFUSED_BY['containerd']}", hint, engines=CONTAINERD, outcome=OUTCOME_REFUSED
+        )
+        if not privileged:
+            yield Problem(pointer, f"{what}: {_REFUSED_BY['crio']}", hint, engines=CRIO, outcome=OUTCOME_REFUSED)
+
+
+@rule("CRI010", "device-replaces-default-device", Severity.ERROR, [CRI_CONTAINER], needs_host=True)
+def device_replaces_default_device(value: Any, context: Context) -> Iterator[Problem]:
+    """A device node is given the container path of a device every container has, and the container gets it there.
+
+    ## What it checks
+    A `devices` entry whose `container_path` is one of the devices runc gives every container (`/dev/null`,
+    `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom`, `/dev/tty`) and whose `host_path` is a device node with
+    other numbers than the kernel's device there (`c 1:3` for `/dev/null`), except where runc refuses the container
+    for it (CRI009).
+
+    ## Why it matters
+    The engines put the node at that path in place of the default device, and the container starts (measured: a
+    GPU's `c 195:0` at `/dev/zero` and `/dev/tty`, and `/dev/urandom`'s `c 1:9` at `/dev/null`, on cri-o 1.37 and
+    containerd 1.7.24 and 2.1.9). Whatever in the container uses that path now reaches the device: a GPU as
+    `/dev/null` takes every `> /dev/null` of every script, and `/dev/urandom` as `/dev/null` never reaches an end of
+    file. A privileged container on cri-o is refused first (CRI001).
+
+    ## Example
+    `{"container_path": "/dev/zero", "host_path": "/dev/nvidia0", "permissions": "rw"}`
+
+    ## Fix
+    Give the device a container path of its own (`/dev/nvidia0` for `/dev/nvidia0`).
+    """
+    privileged = _config(value, context).privileged
+    for device, info, driven in _foreign_default_nodes(value, context):
+        path = device.container_path
+        opened = path == "/dev/null"
+        if opened and driven is False:
+            continue
+        kind, major, minor = KERNEL_DEVICES[path]
+        message = (
+            f"{device.host_path} ({info.describe()}) is given the container path {path}, the kernel's {kind} "
+            f"{major}:{minor} in every other container: the container starts, and what uses {path} in it reaches "
+            "that device"
+        )
+        if opened:
+            served = (
+                f"it refuses the container where no driver serves major {info.major}, CRI009"
+                if driven is None
+                else f"a driver serves major {info.major} on the host"
+            )
+            message += f" (runc opens it while it sets the container up: {served})"
+        hint = f"give the device a container path of its own, such as {_own_path(device)}"
+        pointer = f"{device.pointer}/container_path"
+        yield Problem(pointer, message, hint, engines=CONTAINERD if privileged else None)
 
 
 @rule("CRI004", "invalid-cdi-device-request", Severity.ERROR, [CRI_CONTAINER])

@@ -200,7 +200,10 @@ def default_device_replaced(value: Any, context: Context) -> Iterator[Problem]:
 
     ## Why it matters
     runc and crun let a `linux.devices` entry override the default node. A wrong `/dev/null` breaks nearly
-    every program in the container, in ways that point nowhere near the spec.
+    every program in the container, in ways that point nowhere near the spec. Both open the container's
+    `/dev/null` while they set the container up, so a node that no driver serves there (a GPU's on a node whose
+    driver is not loaded) refuses the container: `error reopening /dev/null inside container: open /dev/null: no
+    such device or address` (runc 1.1.5), `failed open()ing /dev/null: No such device or address` (crun 1.8.1).
 
     ## Example
     `{"path": "/dev/null", "type": "c", "major": 195, "minor": 0}`: writes to /dev/null go to a GPU node.
@@ -212,9 +215,16 @@ def default_device_replaced(value: Any, context: Context) -> Iterator[Problem]:
         expected = DEFAULT_DEVICES.get(device.path)
         if expected and (device.type, device.major, device.minor) != expected:
             kind, major, minor = expected
+            opened = (
+                "; runc and crun open it while they set the container up, and refuse the container where no driver "
+                "serves that node (runc: `error reopening /dev/null inside container: open /dev/null: no such device "
+                "or address`; crun: `failed open()ing /dev/null: No such device or address`)"
+                if device.path == "/dev/null"
+                else ""
+            )
             yield Problem(
                 device.pointer,
-                f"{device.path} is {device.number} here; the kernel's is {kind} {major}:{minor}",
+                f"{device.path} is {device.number} here; the kernel's is {kind} {major}:{minor}{opened}",
                 f"delete {device.pointer}: the runtime creates {device.path} by itself",
             )
 

@@ -2,7 +2,10 @@
 own words), or runs it with or without the device it asked for.
 
 The node state is the test's own: a driver root under the daemon's directory holding character devices (made with
-the numbers of /dev/urandom, so that opening one is harmless), a regular file and a directory of nodes in their place.
+the numbers of /dev/urandom, so that opening one is harmless), a regular file and a directory of nodes in their place,
+and a GPU's node (NVIDIA's major 195, minor 0), which no driver serves on a machine without NVIDIA's kernel module:
+opening it fails (ENXIO), as it does on a GPU node whose driver is not loaded. The verdicts are recorded on such a
+machine.
 Each config changes one thing from a device a device plugin sends (an existing node, an absolute container path,
 `rw`, an unprivileged container): the host path (missing, a regular file, a directory, empty, relative), the
 container path (relative, the host path itself, a default device such as /dev/null, twice the same), the
@@ -29,6 +32,7 @@ REFUSED, WITHOUT_DEVICE, WITH_DEVICE = "refused", "runs-without-device", "runs-w
 # The numbers of the test's device nodes: /dev/urandom's, harmless to open, and other than those of the default
 # devices a container always has (/dev/null is 1:3), so that the probe tells the test's node from a default one.
 NUMBERS = (1, 9)
+GPU_NUMBERS = (195, 0)
 PERMISSIONS = ["rw", "r", "w", "m", "rwm", "rwx", "", "rw-", "RW", "wr", "rrw"]
 
 
@@ -41,6 +45,8 @@ class Case:
     annotations: tuple[tuple[str, str], ...] = ()
     # The container paths the probe looks for (absolute paths only: a relative one is looked up as cri-o made it).
     probes: tuple[str, ...] = field(default=())
+    # The numbers a probed path has where the container got the device.
+    numbers: tuple[int, int] = NUMBERS
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,11 @@ def node_state(root: Path) -> dict[str, str]:
         "in-dir": dev / "dir/nvidia1",
         "regular": dev / "nvidia-regular",
         "dir": dev / "dir",
+        "gpu": dev / "nvidia-gpu0",
     }
     for role in ("present", "ctl", "in-dir"):
         os.mknod(paths[role], 0o666 | 0o020000, os.makedev(*NUMBERS))
+    os.mknod(paths["gpu"], 0o666 | 0o020000, os.makedev(*GPU_NUMBERS))
     paths["regular"].write_text("")
     return {role: str(path) for role, path in paths.items()} | {"missing": str(dev / "nvidia9")}
 
@@ -112,6 +120,12 @@ def cases(node: dict[str, str]) -> Iterator[Case]:
                        probes=("/dev/nvidia-cdi0",) if name.endswith("=0") else ())  # fmt: skip
         yield Case(f"{kind}/device-and-cdi", ((present, target, "rw"),), privileged, ("example.com/gpu=0",),
                    probes=(target, "/dev/nvidia-cdi0"))  # fmt: skip
+        # A GPU's node given the path of a device every container has: runc opens /dev/null while it sets up the
+        # container; its own path, and the default devices runc does not open, are the twins.
+        for container in (target, "/dev/null", "/dev/zero", "/dev/tty"):
+            label = "own" if container == target else container
+            yield Case(f"{kind}/gpu/container={label}", ((node["gpu"], container, "rw"),), privileged,
+                       probes=(container,), numbers=GPU_NUMBERS)  # fmt: skip
 
 
 def cdi_spec(node: dict[str, str]) -> dict[str, Any]:
@@ -128,11 +142,11 @@ def cdi_spec(node: dict[str, str]) -> dict[str, Any]:
 
 
 def probe_command(case: Case) -> list[str]:
-    """Each probed path: present where it is there with the test's numbers (a directory the engine filled, or a
-    node made from one, counts by existence)."""
-    numbers = f"{NUMBERS[0]:x}:{NUMBERS[1]:x}"
+    """Each probed path: present where it is there with the case's numbers (a directory the engine filled, or a
+    node made from one, counts by existence). Nothing is redirected to /dev/null, which may be the case's device."""
+    numbers = f"{case.numbers[0]:x}:{case.numbers[1]:x}"
     tests = " ".join(
-        f'if [ -d "{path}" ] || [ "$(stat -c %t:%T "{path}" 2>/dev/null)" = "{numbers}" ]; '
+        f'if [ -d "{path}" ] || [ "$(stat -c %t:%T "{path}")" = "{numbers}" ]; '
         f'then echo "present {path}"; else echo "absent {path}"; fi;'
         for path in case.probes
     )

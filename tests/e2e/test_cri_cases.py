@@ -1,5 +1,5 @@
 """CRI container configs judged for the engine that runs them (`lint --kind cri --engine crio|containerd`),
-against what cri-o 1.37 and containerd 1.7.24 and 2.1.9 did with each of 150 GPU-style configs
+against what cri-o 1.37 and containerd 1.7.24 and 2.1.9 did with each of 158 GPU-style configs
 (tests/e2e/cri_cases.py, verdicts in cri_cases.json): an error where the engine refuses the container or starts
 it without a device it asked for, and no refusal where it runs the container with its devices.
 tests/e2e/test_cri_cases_engines.py runs them on the engines again."""
@@ -21,7 +21,8 @@ from tests.e2e.cri_cases import REFUSED, VERDICTS, WITH_DEVICE, WITHOUT_DEVICE, 
 pytestmark = pytest.mark.root  # the node state holds device nodes (mknod)
 
 RECORDED: dict[str, dict[str, str]] = json.loads(VERDICTS.read_text())
-# What says the engine refuses the container, or that it starts without a device.
+# What says the engine refuses the container, or that it starts without a device (not CRI010: a default device's
+# path given to another device, which the container starts with).
 REFUSALS = {
     "CRI001",
     "CRI002",
@@ -30,6 +31,7 @@ REFUSALS = {
     "CRI006",
     "CRI007",
     "CRI008",
+    "CRI009",
     "GPU005",
     "REC001",
     "REC003",
@@ -83,8 +85,7 @@ def test_the_outcome_lint_gives_is_the_engines_own(tmp_path: Path) -> None:
     one it had, case by case, for every engine."""
     from nvidia_oci_hook.findings import OUTCOME_REFUSED, OUTCOME_WITHOUT_DEVICE
     from nvidia_oci_hook.host import HostView
-    from nvidia_oci_hook.lint import judged
-    from nvidia_oci_hook.rules.base import Context, all_rules
+    from nvidia_oci_hook.rules.base import Context, all_rules, judged
 
     node, spec_dir = _prepare(tmp_path)
     generated = {case.id: case for case in cases(node)}

@@ -23,8 +23,8 @@ import pytest
 
 from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.node.checks.gpu_access import gpu_access_check
 from nvidia_oci_hook.node.containers import GivenDevice, probe_open, running_containers
-from nvidia_oci_hook.node.doctor import gpu_access_check
 from tests.e2e.bundles import base_config, bundle_rootfs, need, write_bundle
 from tests.e2e.cri import CRIDaemon, run_pod_container
 

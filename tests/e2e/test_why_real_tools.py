@@ -276,9 +276,9 @@ def test_nvidias_runtime_on_an_unresolvable_cdi_device(tmp_path: Path, capsys: p
     node = containerd_node(FakeHost(tmp_path / "node"), CONTAINERD_V2, "1.7.24~ds1-6")
     node.text("/var/run/cdi/nvidia.yaml", gpu_spec("0"))
     status, report = why(capsys, node, said)
-    assert status == 0 and signatures(report) == ["cdi-unresolvable"], (said, report)
-    assert [code for code, holds in verdicts(report).items() if holds] == ["REC001"], report
-    assert any("spec-dirs" in line for line in report["undecided"]), report
+    assert status == 0 and signatures(report) == ["cdi-unresolvable", "toolkit-cdi-unresolvable"], (said, report)
+    assert [code for code, holds in verdicts(report).items() if holds] == ["REC001", "toolkit-cdi-specs"], report
+    assert any("NVIDIA_CTK_CONFIG_FILE_PATH" in line for line in report["undecided"]), report
     defined = containerd_node(FakeHost(tmp_path / "defined"), CONTAINERD_V2, "1.7.24~ds1-6")
     defined.text("/var/run/cdi/nvidia.yaml", gpu_spec("9"))
     status, report = why(capsys, defined, said)

@@ -20,6 +20,7 @@ from tests.node.fakenodes import (
     driver_libraries,
     host_driver,
     loaded_module,
+    operator_toolkit,
     seed_000,
     seed_003,
     upgraded_without_reboot,
@@ -45,18 +46,18 @@ def one_version(host: FakeHost, *roots: str) -> FakeHost:
 def seed_003_node(host: FakeHost) -> FakeHost:
     """Seed 003 on a cri-o node: the driver in a container, NVML's nodes left in the host's /dev, each the same
     device as the driver root's own, so doctor --fix can remove them."""
-    return crio_node(one_version(seed_003(host), CONTAINER))
+    return operator_toolkit(crio_node(one_version(seed_003(host), CONTAINER)))
 
 
 def seed_000_node(host: FakeHost) -> FakeHost:
-    """Seed 000 on a containerd node: the driver on the host, toolkit-ready left without host-driver-ready, and a
-    CDI spec generated for /run/nvidia/driver."""
-    return containerd_node(one_version(seed_000(host), "/"), "/run/nvidia/driver")
+    """Seed 000 on a containerd node: the driver on the host, toolkit-ready left without host-driver-ready, a CDI
+    spec generated for /run/nvidia/driver, and the GPU Operator's toolkit configured for that root too."""
+    return operator_toolkit(containerd_node(one_version(seed_000(host), "/"), "/run/nvidia/driver"))
 
 
 def healthy_node(host: FakeHost) -> FakeHost:
     """Seed 003's node as it should be: the driver and its nodes in the container's root only."""
-    return crio_node(one_version(container_driver(host), CONTAINER))
+    return operator_toolkit(crio_node(one_version(container_driver(host), CONTAINER)))
 
 
 def ambiguous_node(host: FakeHost) -> FakeHost:

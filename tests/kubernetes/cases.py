@@ -9,7 +9,8 @@ from typing import Optional
 
 from nvidia_oci_hook.findings import Finding
 from nvidia_oci_hook.kinds.document import parse_document
-from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document, run_manifests
+from nvidia_oci_hook.kinds.kubernetes import run_manifests
+from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
 from nvidia_oci_hook.rules.base import Context
 
 # Seed 003 in a manifest: NVIDIA's DRA driver's kubelet plugin with the host's /dev mounted over its own (K8S001).

@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 
 from nvidia_oci_hook.kinds.document import parse_document
-from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document, run_manifests
+from nvidia_oci_hook.kinds.kubernetes import run_manifests
+from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
 from nvidia_oci_hook.rules.base import Context
 from tests.kubernetes.cases import manifest
 from tests.kubernetes.test_rule_coverage import _all_cases

@@ -245,7 +245,8 @@ def test_trigger_and_twin(case: Case) -> None:
 
 def test_k8s018_judges_the_whole_run() -> None:
     from nvidia_oci_hook.kinds.document import parse_document
-    from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document, run_manifests
+    from nvidia_oci_hook.kinds.kubernetes import run_manifests
+    from nvidia_oci_hook.lint import LintOptions, active_rules, lint_document
     from nvidia_oci_hook.rules.base import Context
 
     plugin = parse_document("plugin.yaml", manifest(DEVICE_PLUGIN), "kubernetes")

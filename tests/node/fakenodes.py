@@ -30,6 +30,25 @@ def seed_000(host: FakeHost) -> FakeHost:
     return host
 
 
+OPERATOR_TOOLKIT_CONFIG = "/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml"
+
+
+def operator_toolkit(host: FakeHost, root: str = "/run/nvidia/driver") -> FakeHost:
+    """The GPU Operator's toolkit as its container installs it: the binaries under /usr/local/nvidia/toolkit and
+    their config.toml, whose driver root is the one the operator chose."""
+    toolkit = "/usr/local/nvidia/toolkit"
+    for name in ("nvidia-container-runtime-hook", "nvidia-container-cli", "nvidia-ctk"):
+        host.executable(f"{toolkit}/{name}")
+    host.executable("/usr/bin/runc").file("/sbin/ldconfig")
+    host.text(
+        OPERATOR_TOOLKIT_CONFIG,
+        f'[nvidia-container-cli]\nroot = "{root}"\npath = "{toolkit}/nvidia-container-cli"\n'
+        f'[nvidia-container-runtime]\nmode = "legacy"\n[nvidia-container-runtime-hook]\n'
+        f'path = "{toolkit}/nvidia-container-runtime-hook"\n[nvidia-ctk]\npath = "{toolkit}/nvidia-ctk"\n',
+    )
+    return host
+
+
 def seed_003(host: FakeHost) -> FakeHost:
     """Driver in a container; NVML in a pod that mounts the host's /dev created /dev/nvidia* there."""
     container_driver(host)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from nvidia_oci_hook.host import HostView
+from nvidia_oci_hook.node.checks.gpu_access import gpu_access_check
 from nvidia_oci_hook.node.containers import (
     GivenDevice,
     device_access,
@@ -17,7 +18,6 @@ from nvidia_oci_hook.node.containers import (
     spec_rules_for,
     v1_allows,
 )
-from nvidia_oci_hook.node.doctor import gpu_access_check
 
 NVIDIA0 = GivenDevice("/dev/nvidia0", "c", 195, 0)
 

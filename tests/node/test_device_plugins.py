@@ -19,6 +19,7 @@ from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.kubernetes.deviceplugin import CHECKPOINT, DEVICE_PLUGIN_DIR
+from nvidia_oci_hook.node.checks.base import Check
 from nvidia_oci_hook.node.checks.device_plugins import device_plugins_check
 from nvidia_oci_hook.node.device_plugins import (
     AllocatedDevices,
@@ -28,7 +29,6 @@ from nvidia_oci_hook.node.device_plugins import (
     plugin_socket,
     read_device_plugins,
 )
-from nvidia_oci_hook.node.doctor import Check
 from nvidia_oci_hook.node.driver import resolve_driver_root
 from tests.formats.test_protowire import google_encode
 from tests.helpers import FakeHost

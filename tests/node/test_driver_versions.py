@@ -15,7 +15,9 @@ import yaml
 
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.node.doctor import CLI_MISMATCH, ERROR, NVML_MISMATCH, OK, UNKNOWN, run_checks
+from nvidia_oci_hook.node.checks.base import ERROR, OK, UNKNOWN
+from nvidia_oci_hook.node.checks.driver_versions import CLI_MISMATCH, NVML_MISMATCH
+from nvidia_oci_hook.node.doctor import run_checks
 from nvidia_oci_hook.node.driver_facts import (
     library_version,
     module_version,

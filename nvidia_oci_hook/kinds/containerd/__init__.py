@@ -6,5 +6,6 @@
 - config: the config as containerd reads it (its CRI plugin and runtimes), and where a program it names is found.
 - pathmatch: Go's path.Match, which containerd applies to pod_annotations and container_annotations.
 - kind: the document kind: which files are containerd configs, and the not-UTF-8 load problem.
+- toml_syntax: a byte-order mark and a lone carriage return, which containerd 1.x reads and 2.x refuses.
 - reading: the root file and the files its imports name, read and merged as containerd does.
 """

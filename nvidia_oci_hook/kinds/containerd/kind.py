@@ -1,4 +1,5 @@
-"""The document kind: which files are containerd configs, and the load problem of bytes that are not UTF-8."""
+"""The document kind: which files are containerd configs, the text as each series' decoder reads it
+(toml_syntax.py), and the load problem of bytes that are not UTF-8."""
 
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ def _holds_replacement(value: Any) -> bool:
 
 
 def refine_containerd(document: Document) -> Document:
+    from nvidia_oci_hook.kinds.containerd.toml_syntax import as_containerd_reads
+
+    document = as_containerd_reads(document)
     if document.parsed and not _holds_replacement(document.value):
         document.load_problems = [
             replace(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from nvidia_oci_hook.formats.tomltext import LineLocator, parse_toml
+from nvidia_oci_hook.formats.tomltext import LineLocator, parse_toml, string_end
 from nvidia_oci_hook.kinds.document import Document
 
 # The load problem for a cri-o file that is not UTF-8 (its TOML decoder refuses it; JSON decoders do not).
@@ -41,34 +41,6 @@ def _basic_escapes(segment: str) -> str:
     return "".join(out)
 
 
-def _string_end(text: str, start: int) -> int:
-    """The index just past the string that starts at start ('...', "...", or their triple-quoted forms)."""
-    quote = text[start]
-    if text.startswith(quote * 3, start):
-        i = start + 3
-        while i < len(text):
-            if quote == '"' and text[i] == "\\":
-                i += 2
-                continue
-            if text.startswith(quote * 3, i):
-                end = i + 3
-                # Up to two more quotes belong to the content.
-                while end < len(text) and text[end] == quote and end - i < 5:
-                    end += 1
-                return end
-            i += 1
-        return len(text)
-    i = start + 1
-    while i < len(text) and text[i] != "\n":
-        if quote == '"' and text[i] == "\\":
-            i += 2
-            continue
-        if text[i] == quote:
-            return i + 1
-        i += 1
-    return i
-
-
 def toml_1_1_as_1_0(text: str) -> str:
     """Rewrite what TOML 1.1 adds (and BurntSushi/toml 1.6 accepts) into TOML 1.0 that tomllib reads.
 
@@ -82,7 +54,7 @@ def toml_1_1_as_1_0(text: str) -> str:
     while i < len(text):
         char = text[i]
         if char in "\"'":
-            end = _string_end(text, i)
+            end = string_end(text, i)
             segment = text[i:end]
             out.append(_basic_escapes(segment) if char == '"' else segment)
             i = end

@@ -8,18 +8,19 @@ its pod template) silences its code with the `nvidia-oci-hook.io/ignore` annotat
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem
-from nvidia_oci_hook.kinds.document import Kind, register_kind
-from nvidia_oci_hook.kinds.kubernetes.objects import container_at, ignored_codes, object_at
+from nvidia_oci_hook.kinds.document import Document, Kind, register_kind
+from nvidia_oci_hook.kinds.kubernetes.objects import Manifests, container_at, ignored_codes, object_at, objects
 from nvidia_oci_hook.kinds.kubernetes.stream import looks_like_manifests, read_stream
 
 KUBERNETES = "kubernetes"
 # `kubectl get pods -A -o yaml` of a 20,000-pod cluster is about 250 MB.
 MANIFEST_MAX_BYTES = 256 * 1024 * 1024
 
-__all__ = ["KUBERNETES", "MANIFEST_MAX_BYTES", "attribute", "looks_like_manifests"]
+__all__ = ["KUBERNETES", "MANIFEST_MAX_BYTES", "attribute", "looks_like_manifests", "run_manifests"]
 
 
 def _silenced(code: str, ignored: frozenset[str]) -> bool:
@@ -42,6 +43,15 @@ def attribute(stream: Any, code: str, problem: Problem) -> Optional[Problem]:
     if problem.message.startswith(subject):
         return problem
     return dataclasses.replace(problem, message=f"{subject}: {problem.message}")
+
+
+def run_manifests(documents: Sequence[Document]) -> Optional[Manifests]:
+    """Every Kubernetes object of the documents given in one run, for the rules that judge one object by others
+    (a RuntimeClass a pod names may be in another file); None where none is a manifest stream."""
+    streams = [document for document in documents if document.kind == KUBERNETES and document.parsed]
+    if not streams:
+        return None
+    return Manifests([obj for document in streams for obj in objects(document.value, document.path)])
 
 
 register_kind(

@@ -27,6 +27,7 @@ from typing import Optional
 from nvidia_oci_hook.config import Settings
 from nvidia_oci_hook.host import HostView, rewrite_for_existing_root
 from nvidia_oci_hook.kinds.kubernetes.deviceplugin import DEVICE_PLUGIN_DIR, KUBELET_SOCKET
+from nvidia_oci_hook.node.checks.base import ERROR, OK, UNKNOWN, WARNING, Check
 from nvidia_oci_hook.node.device_plugins import (
     Allocation,
     DevicePlugins,
@@ -35,7 +36,6 @@ from nvidia_oci_hook.node.device_plugins import (
     plugin_socket,
     read_device_plugins,
 )
-from nvidia_oci_hook.node.doctor import ERROR, OK, UNKNOWN, WARNING, Check
 from nvidia_oci_hook.node.driver import FOUND, DriverRootAnswer
 
 NAME = "device-plugins"
@@ -224,7 +224,7 @@ def _resolve(host: HostView, settings: Settings, names: list[str]) -> dict[str, 
     the node's CRI engine (both where it has both), else by the CDI cache of the configured spec directories."""
     from nvidia_oci_hook.kinds.cdi.releases import UnknownRelease
     from nvidia_oci_hook.kinds.cdinames import cdi_name_error
-    from nvidia_oci_hook.lint import LintOptions, load_file
+    from nvidia_oci_hook.kinds.loading import load_document
     from nvidia_oci_hook.node.cdi_resolve import NoEngine, resolve
     from nvidia_oci_hook.node.engines import cri_engine_of
 
@@ -238,10 +238,9 @@ def _resolve(host: HostView, settings: Settings, names: list[str]) -> dict[str, 
             found[name] = [("the CDI library", problem, "", "have the device plugin hand out qualified names")]
     if not valid:
         return found
-    options = LintOptions(host_root=host.root)
     engine = cri_engine_of(host)
     try:
-        results = resolve(host, lambda path, kind, files: load_file(path, kind, options, files), valid, engine)
+        results = resolve(host, load_document, valid, engine)
     except (NoEngine, UnknownRelease):
         results = []
     cri = [result for result in results if result.engine in ("containerd", "crio")] or results

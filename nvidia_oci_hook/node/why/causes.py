@@ -79,15 +79,14 @@ class Node:
         return self._driver
 
     def load(self) -> Any:
-        from nvidia_oci_hook.lint import LintOptions, load_file
+        from nvidia_oci_hook.kinds.loading import load_document
 
-        options = LintOptions(host_root=self.host_root)
-        return lambda path, kind, files: load_file(path, kind, options, files)
+        return load_document
 
 
 def from_check(node: Node, name: str) -> Cause:
     """A doctor check's verdict: an error or a warning holds, ok rules the cause out, unknown leaves it open."""
-    from nvidia_oci_hook.node.doctor import ERROR, OK, WARNING
+    from nvidia_oci_hook.node.checks.base import ERROR, OK, WARNING
 
     check = node.check(name)
     holds = True if check.status in (ERROR, WARNING) else False if check.status == OK else None

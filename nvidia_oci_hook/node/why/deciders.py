@@ -151,15 +151,6 @@ def cdi_unresolvable(node: Node, groups: dict[str, str]) -> list[Cause]:
     return causes
 
 
-def cdi_unresolvable_undecided(groups: dict[str, str]) -> list[str]:
-    if "nvidia" not in groups:
-        return []
-    return [
-        "which spec directories NVIDIA's runtime read: spec-dirs under [nvidia-container-runtime.modes.cdi] in "
-        "its config.toml (/etc/cdi and /var/run/cdi by default); the verdicts above are the engines', on theirs",
-    ]
-
-
 def lost_device_access(node: Node, groups: dict[str, str]) -> list[Cause]:
     return [from_check(node, "gpu-access"), from_check(node, "dev-char-links")]
 

@@ -10,7 +10,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from nvidia_oci_hook.node.why.causes import Cause, Node
 
@@ -77,8 +77,8 @@ class EngineRuntimes:
 def _crio(node: Node) -> Optional[tuple[str, list[str]]]:
     """cri-o's default runtime and the hooks files in its hooks directories that run NVIDIA's hook."""
     from nvidia_oci_hook.kinds.crio.merge import merge
+    from nvidia_oci_hook.kinds.loading import read_toml
     from nvidia_oci_hook.node.engines import crio_config_files
-    from nvidia_oci_hook.node.reload_risk import read_toml
 
     view, paths = crio_config_files(node.host, node.by_hand)
     present = [(path, value, True) for path in paths for value in [read_toml(view, path)] if value is not None]
@@ -309,26 +309,18 @@ def device_plugin_no_platform_undecided(groups: dict[str, str]) -> list[str]:
     ]
 
 
-def _toolkit_configs(node: Node) -> list[tuple[str, dict[str, Any]]]:
-    from nvidia_oci_hook.node.reload_risk import read_toml
-
-    found = []
-    for path in TOOLKIT_CONFIGS:
-        value = read_toml(node.host, path)
-        if value is not None:
-            found.append((path, value))
-    return found
-
-
 def envvar_unprivileged(node: Node, groups: dict[str, str]) -> list[Cause]:
+    from nvidia_oci_hook.node.why.toolkit import configs_in_effect
+
     code = "toolkit-config"
-    configs = _toolkit_configs(node)
+    configs = [(config.path, config.settings) for config in configs_in_effect(node) if config.present]
     refused = "the container was not privileged" if groups.get("privileged", "false") == "false" else ""
     if not configs:
         setting = Cause(
             code,
             None,
-            f"no NVIDIA toolkit config.toml on this node ({', '.join(TOOLKIT_CONFIGS)}): its default accepts the "
+            f"no NVIDIA toolkit config.toml on this node ({', '.join(TOOLKIT_CONFIGS)}, or where an NVIDIA runtime "
+            "handler's wrapper points): its default accepts the "
             "variable from unprivileged containers, so the toolkit that wrote this reads one elsewhere "
             "(NVIDIA_CTK_CONFIG_FILE_PATH)",
         )

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from nvidia_oci_hook.node.why import deciders, kubernetes
+from nvidia_oci_hook.node.why import deciders, kubernetes, toolkit
 from nvidia_oci_hook.node.why.causes import Cause, Node
 
 Decide = Callable[[Node, "dict[str, str]"], "list[Cause]"]
@@ -84,8 +84,8 @@ SIGNATURES = (
             r"CDI device injection failed: )|(?P<nvidia>failed to inject CDI devices: ))?"
             r"unresolvable CDI devices (?P<names>[\w./-]+=[\w.:-]+(?:, ?[\w./-]+=[\w.:-]+)*)"
         ),
+        # NVIDIA's runtime's form is decided from its own spec-dirs by toolkit-cdi-unresolvable.
         deciders.cdi_unresolvable,
-        deciders.cdi_unresolvable_undecided,
     ),
     Signature(
         "nvml-unknown-error",
@@ -272,6 +272,98 @@ SIGNATURES = (
         ),
         kubernetes.allocate_failed,
         kubernetes.allocate_failed_undecided,
+    ),
+    Signature(
+        "toolkit-discovery-mode",
+        "nvidia-ctk cdi generate took a runtime mode from the toolkit's config.toml as its discovery mode",
+        "nvidia-container-toolkit v1.18.0 cmd/nvidia-ctk/cdi/generate/generate.go validateFlags ('invalid "
+        "discovery mode: %v'), its --mode read from nvidia-container-runtime.mode in 1.18.0 alone",
+        re.compile(r"invalid discovery mode: (?P<mode>[\w.-]+)"),
+        toolkit.discovery_mode,
+        toolkit.discovery_mode_undecided,
+    ),
+    Signature(
+        "toolkit-hook-not-legacy",
+        "NVIDIA's hook ran outside nvidia-container-runtime while the toolkit's mode is not legacy",
+        "nvidia-container-toolkit v1.20.0 cmd/nvidia-container-runtime-hook/hook_config.go assertModeIsLegacy",
+        re.compile(
+            r"invoking the NVIDIA Container Runtime Hook directly \(e\.g\. specifying the docker --gpus flag\) is "
+            r"not supported"
+        ),
+        toolkit.hook_not_legacy,
+        toolkit.hook_not_legacy_undecided,
+    ),
+    Signature(
+        "toolkit-config-refused",
+        "a toolkit binary, or its installer, cannot load the configuration it reads",
+        "nvidia-container-toolkit v1.20.0: internal/runtime/runtime.go Run ('error loading config: %v'), "
+        "cmd/nvidia-container-runtime-hook/hook_config.go getHookConfig ('failed to load config: %v', and "
+        "'couldn't open required configuration file: %v'), api/config/v1/toml.go ('failed to load specified config "
+        "file: %w', 'failed to unmarshal config: %v'), api/config/v1/cli.go ('nvidia-container-cli.ldconfig value %q "
+        "is not host-relative'); the installer's cmd/nvidia-ctk-installer/container/runtime/containerd/containerd.go "
+        "Setup and nvidia-ctk runtime configure ('unable to load config: %v', the engine's file)",
+        re.compile(
+            r"(?P<who>error loading config|error getting hook config: failed to load config"
+            r"|unable to load config(?: for runtime (?P<engine>[\w-]+))?): "
+            r"(?P<detail>(?:couldn't open required configuration file: |failed to load config: )?"
+            r"(?:failed to load specified config file: |failed to unmarshal config: |nvidia-container-cli\.ldconfig "
+            r"value |file does not exist|\(\d+, \d+\): )[^\"]{0,200})"
+        ),
+        toolkit.config_load_failed,
+        toolkit.config_load_failed_undecided,
+    ),
+    Signature(
+        "hook-program-missing",
+        "the low-level runtime cannot run a hook's program: the node lacks it",
+        "runc v1.1 libcontainer/configs/config.go HookList.RunHooks ('error running hook #%d: %w'), v1.2 and later "
+        "Hooks.Run ('error running %s hook #%d: %w'), the error of Go's exec.Cmd.Start ('fork/exec %s: no such file "
+        "or directory'); crun 1.8.1 src/libcrun/container.c ('error executing hook `%s` (exit code: %d)')",
+        re.compile(
+            r"error running (?:(?:prestart|createRuntime|createContainer|startContainer|poststart|poststop) )?hook "
+            r"#\d+: fork/exec (?P<path>/[^\s:\"]+): no such file or directory"
+            r"|error executing hook `(?P<crun>/[^`]+)` \(exit code: (?P<code>\d+)\)"
+        ),
+        toolkit.hook_program_missing,
+        toolkit.hook_program_missing_undecided,
+    ),
+    Signature(
+        "toolkit-runtime-not-found",
+        "nvidia-container-runtime finds none of the low-level runtimes its config.toml lists",
+        "nvidia-container-toolkit v1.20.0 internal/oci/runtime_low_level.go findRuntime ('no runtime binary found "
+        "from candidate list: %v', 'at least one runtime candidate must be specified'), inside 'error locating "
+        "runtime: %v' and internal/runtime/runtime_factory.go 'error constructing low-level runtime: %v'",
+        re.compile(
+            r"error locating runtime: (?:no runtime binary found from candidate list: \[(?P<candidates>[^\]]*)\]"
+            r"|(?P<empty>at least one runtime candidate must be specified))"
+        ),
+        toolkit.runtime_not_found,
+        toolkit.runtime_not_found_undecided,
+    ),
+    Signature(
+        "toolkit-invalid-mode",
+        "nvidia-container-runtime refuses the mode its config.toml sets",
+        "nvidia-container-toolkit v1.19.0 to v1.20.0 internal/modifier/factory.go validate ('invalid mode %q', 'a "
+        "mode must be specified'); v1.17.x and v1.18.x internal/runtime/runtime_factory.go newModeModifier ('invalid "
+        "runtime mode: %v'); both inside 'failed to construct OCI spec modifier: %v'",
+        re.compile(
+            r"failed to construct OCI spec modifier: (?:invalid mode \"(?P<mode>[^\"]*)\""
+            r"|invalid runtime mode: (?P<old_mode>[\w.-]*)|(?P<nomode>a mode must be specified))"
+        ),
+        toolkit.invalid_mode,
+        toolkit.which_config_undecided,
+    ),
+    Signature(
+        "toolkit-cdi-unresolvable",
+        "nvidia-container-runtime in cdi mode finds no spec for a requested device in its spec-dirs",
+        "nvidia-container-toolkit v1.20.0 internal/modifier/cdi.go ('failed to inject CDI devices: %v') around "
+        "container-device-interface pkg/cdi/cache.go InjectDevices ('unresolvable CDI devices %s'), the "
+        "directories from [nvidia-container-runtime.modes.cdi] spec-dirs",
+        re.compile(
+            r"failed to inject CDI devices: unresolvable CDI devices "
+            r"(?P<names>[\w./-]+=[\w.:-]+(?:, ?[\w./-]+=[\w.:-]+)*)"
+        ),
+        toolkit.cdi_specs_missing,
+        toolkit.which_config_undecided,
     ),
     Signature(
         "executable-not-found",
