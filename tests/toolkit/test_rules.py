@@ -286,3 +286,19 @@ def test_lint_node_reads_the_operators_file_its_wrapper_names(fake_host: FakeHos
     assert [result.path for result in toolkit_files] == [f"{toolkit}/.config/nvidia-container-runtime/config.toml"]
     messages = [f.message for f in toolkit_files[0].findings if f.code == "NCT101"]
     assert len(messages) == 1 and "the node's driver is under /" in messages[0]
+
+
+def test_refusals_quote_the_words_the_real_runtime_printed() -> None:
+    """Every configuration the real nvidia-container-runtime 1.20.0 refused to load (agreement.json, recorded by
+    tests/toolkit/agreement.py) gets an NCT001 that quotes the runtime's own first line, position included."""
+    recorded = json.loads((Path(__file__).parent / "agreement.json").read_text())["cases"]
+    refused = [case for case in recorded if case["verdict"] == "refused"]
+    rules = active_rules(LintOptions(select=("NCT001",)))
+    unquoted = []
+    for case in refused:
+        document = parse_document(CONFIG, case["config"].encode("utf-8", "surrogateescape"))
+        messages = [f.message for f in lint_document(document, rules, Context(toolkit_release="1.20.0"))]
+        said = case["text"].split("\n")[0]
+        if not any(said in message for message in messages):
+            unquoted.append(f"{case['id']}: runtime `{said}`, lint {messages}")
+    assert len(refused) >= 30 and not unquoted, "\n".join(unquoted)

@@ -99,8 +99,22 @@ def go_value_text(value: Any) -> str:
     if isinstance(value, list):
         return "[" + " ".join(go_value_text(item) for item in value) + "]"
     if isinstance(value, dict):
-        return "&{...}"
+        return tree_text(value)
     return str(value)
+
+
+def _toml_value(value: Any) -> str:
+    """A value as go-toml v1 writes it into a tree's TOML text."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return go_value_text(value)
+
+
+def tree_text(table: dict[str, Any]) -> str:
+    """A table as go-toml v1's Tree prints itself (`%v` calls its String: TOML, keys in alphabetical order)."""
+    return "".join(f"{key} = {_toml_value(table[key])}\n" for key in sorted(table) if not isinstance(table[key], dict))
 
 
 def go_type_text(value: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -42,6 +43,10 @@ def _position(context: Context) -> Callable[[str], str]:
         if document is None:
             return "(?, ?)"
         location = document.locate(pointer)
+        line = document.text.split("\n")[location.line - 1] if location.line else ""
+        # go-toml v1 records no position for an inline table: it says (0, 0).
+        if re.match(r"\s*[^=#]+=\s*\{", line):
+            return "(0, 0)"
         return f"({location.line or '?'}, {location.column or 1})"
 
     return position
