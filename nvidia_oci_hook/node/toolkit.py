@@ -28,6 +28,10 @@ OPERATOR_CONFIG = f"{OPERATOR_TOOLKIT_DIR}/.config/{RELATIVE_PATH}"
 PACKAGES = ("nvidia-container-toolkit-base", "nvidia-container-toolkit")
 RUNTIME = "nvidia-container-runtime"
 HOOK = "nvidia-container-runtime-hook"
+# Where the toolkit looks for a program named without a slash: $PATH, then these (pkg/lookup/path.go).
+SEARCH_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+ACCEPT_ENVVAR = "accept-nvidia-visible-devices-envvar-when-unprivileged"
+ACCEPT_MOUNTS = "accept-nvidia-visible-devices-as-volume-mounts"
 _WRAPPER_ENV = re.compile(r"^\s*(?:export\s+)?(NVIDIA_CTK_CONFIG_FILE_PATH|XDG_CONFIG_HOME)=(\"[^\"]*\"|'[^']*'|\S+)")
 _VERSION = re.compile(r"version\s+v?(\d+\.\d+\.\d+)")
 
@@ -49,20 +53,21 @@ class ToolkitRelease:
 
 def is_nvidia_program(program: str) -> bool:
     """A runtime handler's program that is NVIDIA's runtime (`nvidia-container-runtime`, its `.cdi`/`.legacy`
-    variants, or the GPU Operator's wrapper of either)."""
+    variants, or the GPU Operator's wrapper of either): the only handler that turns a container's
+    NVIDIA_VISIBLE_DEVICES into driver files."""
     return posixpath.basename(program).startswith(RUNTIME)
 
 
-def resolve_program(host: HostView, program: str) -> Optional[str]:
-    """The node path a handler's program runs from: itself when absolute, else the first of the usual binary
-    directories that holds it (the engines' PATH)."""
-    if program.startswith("/"):
-        return program if host.is_file(program) else None
-    for directory in BINARY_DIRS:
-        candidate = posixpath.join(directory, program)
-        if host.is_file(candidate):
-            return candidate
-    return None
+def executable(host: HostView, path: str) -> bool:
+    return host.is_file(path) and host.is_executable(path)
+
+
+def locate(host: HostView, program: str) -> Optional[str]:
+    """Where the toolkit finds a program (pkg/lookup): a path with a slash as it is, a name in the search
+    directories; an executable file either way, else None."""
+    if "/" in program:
+        return program if executable(host, program) else None
+    return next((path for d in SEARCH_DIRS if executable(host, path := posixpath.join(d, program))), None)
 
 
 def wrapper_config(host: HostView, program: str) -> Optional[tuple[str, str]]:
@@ -95,7 +100,7 @@ def config_places(host: HostView, handler_programs: dict[str, dict[str, str]]) -
         for name, program in sorted(handlers.items()):
             if not is_nvidia_program(program):
                 continue
-            resolved = resolve_program(host, program)
+            resolved = locate(host, program)
             wrapped = wrapper_config(host, resolved) if resolved else None
             path, reason = (
                 (wrapped[0], f"{resolved} sets {wrapped[1]}") if wrapped else (DEFAULT_CONFIG, "the toolkit's default")
@@ -168,7 +173,7 @@ def read_toolkit(
             reading.documents.append(load(place.path, TOOLKIT))
         else:
             reading.missing.append((place.path, f"not present ({place.why}): the toolkit runs on its defaults"))
-    if not reading.documents and (places or resolve_program(host, RUNTIME) is not None):
+    if not reading.documents and (places or locate(host, RUNTIME) is not None):
         path = places[0].path if places else DEFAULT_CONFIG
         if not places:
             reading.missing.append((path, "not present: the toolkit's runtime is installed and runs on its defaults"))

@@ -12,33 +12,24 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from nvidia_oci_hook.node.toolkit import (
+    ACCEPT_ENVVAR,
+    ACCEPT_MOUNTS,
+    DEFAULT_CONFIG,
+    OPERATOR_CONFIG,
+    is_nvidia_program,
+)
 from nvidia_oci_hook.node.why.causes import Cause, Node
 
-# NVIDIA's runtime as the engines run it: the package's binary, its cdi and legacy modes, or the GPU Operator's
-# copy under /usr/local/nvidia/toolkit. Only it turns a container's NVIDIA_VISIBLE_DEVICES into driver files.
-_NVIDIA_RUNTIME = "nvidia-container-runtime"
 # NVIDIA's hook by the names it is installed as; in a cri-o hooks directory it serves every container, whatever
 # the handler (gpu-operator #1298: with it the 'nvidia' handler does not exist, and none is needed).
 _NVIDIA_HOOKS = frozenset({"nvidia-container-runtime-hook", "nvidia-container-toolkit"})
-# Where NVIDIA's toolkit reads its config.toml (api/config/v1/config.go at v1.20.0), and where the GPU Operator's
-# toolkit container writes the one its wrappers point NVIDIA_CTK_CONFIG_FILE_PATH at
-# (cmd/nvidia-ctk-installer/toolkit/toolkit.go, toolkit root /usr/local/nvidia/toolkit).
-TOOLKIT_CONFIGS = (
-    "/etc/nvidia-container-runtime/config.toml",
-    "/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml",
-)
-ACCEPT_ENVVAR = "accept-nvidia-visible-devices-envvar-when-unprivileged"
-ACCEPT_MOUNTS = "accept-nvidia-visible-devices-as-volume-mounts"
 # kubelet's device plugin directory (k8s.io/kubelet deviceplugin/v1beta1 DevicePluginPath), its own registration
 # socket, and the checkpoint where it records the devices registered and those given to each pod's containers.
 PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 KUBELET_SOCKET = "kubelet.sock"
 CHECKPOINT = "kubelet_internal_checkpoint"
 _LISTING = "kubectl get runtimeclass -o custom-columns=NAME:.metadata.name,HANDLER:.handler"
-
-
-def is_nvidia_runtime(program: str) -> bool:
-    return posixpath.basename(program).startswith(_NVIDIA_RUNTIME)
 
 
 @dataclass
@@ -58,14 +49,14 @@ class EngineRuntimes:
 
     @property
     def default_is_nvidia(self) -> bool:
-        return is_nvidia_runtime(self.default_program)
+        return is_nvidia_program(self.default_program)
 
     @property
     def gives_gpus_by_default(self) -> bool:
         return self.default_is_nvidia or bool(self.nvidia_hooks)
 
     def nvidia_handlers(self) -> list[str]:
-        return [name for name, program in self.handlers.items() if is_nvidia_runtime(program)]
+        return [name for name, program in self.handlers.items() if is_nvidia_program(program)]
 
     def describe_default(self) -> str:
         line = f"{self.label} runs a pod without runtimeClassName with {self.default} ({self.default_program})"
@@ -319,8 +310,8 @@ def envvar_unprivileged(node: Node, groups: dict[str, str]) -> list[Cause]:
         setting = Cause(
             code,
             None,
-            f"no NVIDIA toolkit config.toml on this node ({', '.join(TOOLKIT_CONFIGS)}, or where an NVIDIA runtime "
-            "handler's wrapper points): its default accepts the "
+            f"no NVIDIA toolkit config.toml on this node ({DEFAULT_CONFIG}, {OPERATOR_CONFIG}, or where an NVIDIA "
+            "runtime handler's wrapper points): its default accepts the "
             "variable from unprivileged containers, so the toolkit that wrote this reads one elsewhere "
             "(NVIDIA_CTK_CONFIG_FILE_PATH)",
         )

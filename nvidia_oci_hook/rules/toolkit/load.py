@@ -10,6 +10,7 @@ from typing import Any
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.toolkit.decode import Refusal
 from nvidia_oci_hook.kinds.toolkit.releases import newest
+from nvidia_oci_hook.node.toolkit import ACCEPT_ENVVAR, ACCEPT_MOUNTS
 from nvidia_oci_hook.rules.base import Context
 from nvidia_oci_hook.rules.toolkit.view import EVERY_GPU_CONTAINER, toolkit_rule, view
 
@@ -214,10 +215,6 @@ def value_falls_back(value: Any, context: Context) -> Iterator[Problem]:
             "features.allow-cuda-compat-libs-from-container is true it disables CUDA forward compatibility",
             "use ldconfig, mount, hook or disabled",
         )
-
-
-ACCEPT_ENVVAR = "accept-nvidia-visible-devices-envvar-when-unprivileged"
-ACCEPT_MOUNTS = "accept-nvidia-visible-devices-as-volume-mounts"
 
 
 @toolkit_rule("NCT006", "toolkit-unprivileged-requests-ignored", Severity.ERROR)

@@ -10,15 +10,13 @@ from typing import Any, Optional
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.node.driver import FOUND, gather, resolve_driver_root
+from nvidia_oci_hook.node.toolkit import ACCEPT_ENVVAR, SEARCH_DIRS, executable, locate
 from nvidia_oci_hook.rules.base import Context
 from nvidia_oci_hook.rules.toolkit.view import View, toolkit_rule, view
 
-# Where the toolkit looks for a program named without a slash: $PATH, then these (pkg/lookup/path.go).
-SEARCH_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 DEFAULT_HOOK = "/usr/bin/nvidia-container-runtime-hook"
 DEFAULT_CTK = "/usr/bin/nvidia-ctk"
 CSV_DIR = "/etc/nvidia-container-runtime/host-files-for-container.d"
-ACCEPT_ENVVAR = "accept-nvidia-visible-devices-envvar-when-unprivileged"
 _SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -31,21 +29,6 @@ def resolved_mode(current: View, host: HostView) -> str:
     if host.exists("/etc/nv_tegra_release") or host.exists("/sys/devices/soc0/family"):
         return "csv"
     return current.release.auto_mode
-
-
-def _executable(host: HostView, path: str) -> bool:
-    return host.is_file(path) and host.is_executable(path)
-
-
-def locate(host: HostView, program: str) -> Optional[str]:
-    """Where the toolkit finds a program: a path with a slash as it is, a name in the search directories."""
-    if "/" in program:
-        return program if _executable(host, program) else None
-    for directory in SEARCH_DIRS:
-        candidate = posixpath.join(directory, program)
-        if _executable(host, candidate):
-            return candidate
-    return None
 
 
 def _compat_hook(current: View) -> bool:
@@ -176,14 +159,6 @@ def runtime_not_found(value: Any, context: Context) -> Iterator[Problem]:
     )
 
 
-def _program(current: View, key: str, default: str) -> tuple[str, str]:
-    """(what the file says, what the runtime runs) for a program path: absolute kept as is, a name looked for,
-    else the release's default path (config.go resolveWithDefault)."""
-    named = current.value(key)
-    named = named if isinstance(named, str) and named else posixpath.basename(default)
-    return named, named
-
-
 @toolkit_rule("NCT103", "toolkit-program-missing", Severity.ERROR, needs_host=True)
 def program_missing(value: Any, context: Context) -> Iterator[Problem]:
     """The hook, `nvidia-ctk` or `ldconfig` the file names is not on the node.
@@ -221,9 +196,11 @@ def program_missing(value: Any, context: Context) -> Iterator[Problem]:
     if mode in ("jit-cdi", "csv"):
         checks.append(("nvidia-ctk.path", DEFAULT_CTK, "the hooks of every GPU container's generated spec"))
     for key, default, role in checks:
-        named, _ = _program(current, key, default)
+        named = current.value(key)
+        # An absolute path is written as it is; a name is looked for, else the default path (resolveWithDefault).
+        named = named if isinstance(named, str) and named else posixpath.basename(default)
         runs = named if named.startswith("/") else (locate(host, named) or default)
-        if _executable(host, runs):
+        if executable(host, runs):
             continue
         yield Problem(
             current.decoded.pointer(key),
@@ -252,13 +229,13 @@ def _cli_missing(current: View, host: HostView) -> Iterator[Problem]:
     key = "nvidia-container-cli.path"
     named = current.value(key)
     if isinstance(named, str) and named:
-        if _executable(host, named):
+        if executable(host, named):
             return
         said = f"exec failed: {named}: no such file or directory"
     else:
         root = _driver_root(current)
         dirs = [posixpath.join(root, d.lstrip("/")) for d in SEARCH_DIRS] if root != "/" else []
-        if any(_executable(host, posixpath.join(d, "nvidia-container-cli")) for d in (*dirs, *SEARCH_DIRS)):
+        if any(executable(host, posixpath.join(d, "nvidia-container-cli")) for d in (*dirs, *SEARCH_DIRS)):
             return
         said = "couldn't find binary nvidia-container-cli in PATH"
     yield Problem(
@@ -302,7 +279,7 @@ def _injection_failure(host: HostView, path: str, spec: dict[str, Any], device: 
                 return f'failed to stat CDI host device "{host_path}": no such file or directory ({path})'
         for hook in edits.get("hooks") or []:
             program = hook.get("path") if isinstance(hook, dict) else None
-            if isinstance(program, str) and not _executable(host, program):
+            if isinstance(program, str) and not executable(host, program):
                 return f"fork/exec {program}: no such file or directory (a hook of {path})"
     return None
 
