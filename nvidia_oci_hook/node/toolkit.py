@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from nvidia_oci_hook.formats.parsing import LoadProblem
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.kinds.toolkit.kind import RELATIVE_PATH
 from nvidia_oci_hook.node.engine_versions import BINARY_DIRS, installed_packages, upstream_version
@@ -153,6 +154,26 @@ class ToolkitReading:
     missing: list[tuple[str, str]] = field(default_factory=list)
 
 
+def _loaded(load: Callable[[str, str], Any], path: str) -> Any:
+    """The file loaded as the toolkit kind; one that cannot be read (a directory, no permission) is the toolkit's
+    refusal too: its binaries stop on it as on a file that does not parse."""
+    from nvidia_oci_hook.io import ReadError
+    from nvidia_oci_hook.kinds.document import Document
+    from nvidia_oci_hook.kinds.toolkit import TOOLKIT
+    from nvidia_oci_hook.kinds.toolkit.syntax import REFUSED
+
+    try:
+        return load(path, TOOLKIT)
+    except ReadError as exc:
+        said = str(exc).removeprefix(f"{path}: ")
+        problem = LoadProblem(
+            REFUSED,
+            f"the toolkit cannot read this file ({said}): its runtime, hook and nvidia-ctk stop with `error loading "
+            "config: failed to load specified config file: ...`; every GPU container through them now fails",
+        )
+        return Document(path, TOOLKIT, "", None, False, [problem], "toml")
+
+
 def read_toolkit(
     host: HostView, load: Callable[[str, str], Any], handler_programs: dict[str, dict[str, str]]
 ) -> ToolkitReading:
@@ -170,7 +191,7 @@ def read_toolkit(
     for place in places:
         if host.exists(place.path):
             reading.looked.append((place.path, f"NVIDIA Container Toolkit configuration: {place.why}"))
-            reading.documents.append(load(place.path, TOOLKIT))
+            reading.documents.append(_loaded(load, place.path))
         else:
             reading.missing.append((place.path, f"not present ({place.why}): the toolkit runs on its defaults"))
     if not reading.documents and (places or locate(host, RUNTIME) is not None):

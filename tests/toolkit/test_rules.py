@@ -302,3 +302,11 @@ def test_refusals_quote_the_words_the_real_runtime_printed() -> None:
         if not any(said in message for message in messages):
             unquoted.append(f"{case['id']}: runtime `{said}`, lint {messages}")
     assert len(refused) >= 30 and not unquoted, "\n".join(unquoted)
+
+
+def test_a_config_that_cannot_be_read_is_the_toolkits_refusal_not_an_error_of_ours(fake_host: FakeHost) -> None:
+    host_driver(fake_host)
+    fake_host.directory(CONFIG)
+    run = lint_paths((), LintOptions(node=True, host_root=str(fake_host.root), select=("NCT",)))
+    found = [f for result in run.files if result.kind == TOOLKIT for f in result.findings]
+    assert [(f.code, f.path) for f in found] == [("NCT001", CONFIG)] and "cannot read this file" in found[0].message
