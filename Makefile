@@ -1,5 +1,5 @@
 # Shortcuts for developers; the quick start in README.md uses scripts/ directly (make is not on a bare Debian).
-.PHONY: demo test check bench catalogue
+.PHONY: demo test check bench docs
 
 demo:
 	sh scripts/demo
@@ -13,5 +13,5 @@ check:
 bench:
 	.venv/bin/python benchmarks/bench_lint.py
 
-catalogue:
-	.venv/bin/python -m nvidia_oci_hook.report.catalogue README.md
+docs:
+	.venv/bin/python scripts/docs.py && NO_MKDOCS_2_WARNING=1 .venv-newest/bin/mkdocs build --strict

@@ -29,7 +29,7 @@ LIBRARY_TOO_OLD = "library-too-old"
 NOT_SCANNED = "directory-not-scanned"
 NOT_DEFINED = "not-defined"
 
-# code -> (what it means, the usual fix), for the README's table and `cdi resolve --format json`.
+# code -> (what it means, the usual fix), for the table of docs/commands/cdi.md and `cdi resolve --format json`.
 REASONS = {
     CDI_OFF: (
         "CDI is off in this engine: it resolves no CDI device",

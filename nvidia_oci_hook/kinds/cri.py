@@ -124,4 +124,13 @@ def _is_cri_container(path: str, value: Any) -> bool:
 
 
 # Below CDI (20) so that CDI stays the fallback for an unrecognised YAML file.
-register_kind(Kind(CRI_CONTAINER, "CRI container config", ("json", "yaml"), _is_cri_container, order=15))
+register_kind(
+    Kind(
+        CRI_CONTAINER,
+        "CRI container config",
+        ("json", "yaml"),
+        _is_cri_container,
+        order=15,
+        readers=("cri-o", "containerd"),
+    )
+)

@@ -16,6 +16,9 @@ from nvidia_oci_hook.formats import jsontext
 from nvidia_oci_hook.formats.parsing import EXTENSIONS, LoadProblem, Locator, Parsed, looks_like_toml, parser_for
 
 AUTO = "auto"
+# Who reads a config.json and acts on it, and who hands a hook the state of a container.
+OCI_RUNTIMES = ("runc", "crun")
+OCI_HOOK_READERS = ("runc", "crun", "OCI hooks")
 OCI_CONFIG = "oci"
 OCI_STATE = "oci-state"
 
@@ -75,6 +78,9 @@ class Kind:
     # Names the part of the document a rule's problem is about (the object of a manifest stream) in its
     # message, or drops it where the document silences the rule's code there.
     attribute: Optional[Callable[[Any, str, Problem], Optional[Problem]]] = None
+    # The programs that read documents of this kind and act on them: the engines and tools a rule of the kind
+    # speaks for (the rule reference lists them).
+    readers: tuple[str, ...] = ()
 
 
 _KINDS: dict[str, Kind] = {}
@@ -193,6 +199,8 @@ def _is_oci_state(path: str, value: Any) -> bool:
     return path.endswith("state.json")
 
 
-register_kind(Kind(OCI_STATE, "OCI runtime state", ("json",), _is_oci_state, order=40))
+register_kind(Kind(OCI_STATE, "OCI runtime state", ("json",), _is_oci_state, order=40, readers=OCI_HOOK_READERS))
 # The fallback for JSON: anything not recognised as another kind is linted as a config.json.
-register_kind(Kind(OCI_CONFIG, "OCI runtime config", ("json",), lambda path, value: True, order=90))
+register_kind(
+    Kind(OCI_CONFIG, "OCI runtime config", ("json",), lambda path, value: True, order=90, readers=OCI_RUNTIMES)
+)

@@ -1,7 +1,7 @@
 """`doctor --format prometheus`: the checks' verdicts and counts, and the runtime modes' log, as the Prometheus text
 exposition format (version 0.0.4) that node_exporter's textfile collector reads.
 
-Written by hand rather than with prometheus_client (the README says why): every family here is a gauge or a
+Written by hand rather than with prometheus_client (docs/fleet/metrics.md says why): every family here is a gauge or a
 counter without timestamps, so the format needs only HELP, TYPE, samples and the escaping of label values.
 A number a check could not judge is left out, never written as 0: absent means unknown.
 """

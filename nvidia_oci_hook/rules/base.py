@@ -1,4 +1,5 @@
-"""What a rule is, and the registry every front-end reads: lint, rules, explain, SARIF, the README catalogue.
+"""What a rule is, and the registry every front-end reads: lint, rules, explain, SARIF, the documentation
+site's rule reference (scripts/docs.py).
 
 A rule's documentation is its docstring, in four sections (What it checks / Why it matters / Example / Fix);
 the first line is the one-line summary.
@@ -20,6 +21,28 @@ from nvidia_oci_hook.kinds.cdi.releases import Judge
 ANY_KIND = "*"
 
 DOC_SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
+
+# A rule's family is the letters of its code; each family is about one document or one layer.
+FAMILIES = {
+    "DOC": "the document's text",
+    "SCH": "the runtime-spec schema",
+    "CFG": "config.json's own consistency",
+    "DEV": "device nodes and their cgroup rules",
+    "HOOK": "OCI hooks in config.json",
+    "GPU": "GPU requests in config.json",
+    "HOST": "config.json against the node",
+    "DRV": "what the NVIDIA_* variables ask of the node's driver",
+    "STA": "OCI state",
+    "REC": "what the reconcile engine cannot do",
+    "CRI": "CRI container configs",
+    "CDI": "CDI specs and spec directories",
+    "HKD": "hooks.d files and directories",
+    "CRO": "cri-o's configuration",
+    "CTD": "containerd's configuration",
+    "NCT": "NVIDIA Container Toolkit's config.toml",
+    "K8S": "Kubernetes manifests and pods on the node",
+    "NODE": "the node as a whole",
+}
 
 
 @dataclass
@@ -104,6 +127,10 @@ class Rule:
     schema_level: bool = False  # part of --schema-only: the format's own reference rejects the document
     # Its findings replace the generic schema finding at the same pointer: it says what the runtime really does.
     supersedes_schema: bool = False
+
+    @property
+    def family(self) -> str:
+        return self.code.rstrip("0123456789")
 
     def applies_to(self, kind: str) -> bool:
         return kind in self.kinds or ANY_KIND in self.kinds

@@ -174,7 +174,7 @@ def test_a_uuid_against_a_spec_of_indices(fake_host: FakeHost, capsys: pytest.Ca
 
 
 def test_every_reason_is_documented(fake_host: FakeHost) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "commands" / "cdi.md").read_text()
     for code, (meaning, _) in cdi_reasons.REASONS.items():
         assert f"| `{code}` |" in readme, code
         assert meaning in readme, code

@@ -234,4 +234,14 @@ def _refined(document: Document) -> Document:
     return document
 
 
-register_kind(Kind(CDI, "CDI spec", ("json", "yaml"), _is_cdi, order=20, refine=_refined))
+register_kind(
+    Kind(
+        CDI,
+        "CDI spec",
+        ("json", "yaml"),
+        _is_cdi,
+        order=20,
+        refine=_refined,
+        readers=("cri-o", "containerd", "podman", "NVIDIA Container Toolkit"),
+    )
+)

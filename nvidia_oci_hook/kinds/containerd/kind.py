@@ -69,5 +69,13 @@ def refine_containerd(document: Document) -> Document:
 
 
 register_kind(
-    Kind(CONTAINERD, "containerd config.toml", ("toml",), is_containerd_config, order=30, refine=refine_containerd)
+    Kind(
+        CONTAINERD,
+        "containerd config.toml",
+        ("toml",),
+        is_containerd_config,
+        order=30,
+        refine=refine_containerd,
+        readers=("containerd",),
+    )
 )

@@ -211,7 +211,7 @@ def _sniff(path: str, value: Any) -> bool:
     return name == "crio.conf" or posixpath.basename(posixpath.dirname(path)) == "crio.conf.d"
 
 
-register_kind(Kind(CRIO, "cri-o configuration", ("toml",), _sniff, order=25, refine=refine_crio))
+register_kind(Kind(CRIO, "cri-o configuration", ("toml",), _sniff, order=25, refine=refine_crio, readers=("cri-o",)))
 
 
 def _is_crio_home(path: str) -> bool:

@@ -108,4 +108,6 @@ def _sniff(path: str, value: Any) -> bool:
     return bool("version" in keys and keys & {"stages", "stage", "when"})
 
 
-register_kind(Kind(HOOKSD, "OCI hooks.d file (podman, cri-o)", ("json",), _sniff, order=30))
+register_kind(
+    Kind(HOOKSD, "OCI hooks.d file (podman, cri-o)", ("json",), _sniff, order=30, readers=("cri-o", "podman"))
+)

@@ -63,5 +63,6 @@ register_kind(
         reader=read_stream,
         recognise=looks_like_manifests,
         attribute=attribute,
+        readers=("kube-apiserver", "kubelet"),
     )
 )

@@ -39,4 +39,14 @@ def _refine(document: Any) -> Any:
     return as_toolkit_reads(document)
 
 
-register_kind(Kind(TOOLKIT, "NVIDIA Container Toolkit config.toml", ("toml",), is_toolkit_config, 24, _refine))
+register_kind(
+    Kind(
+        TOOLKIT,
+        "NVIDIA Container Toolkit config.toml",
+        ("toml",),
+        is_toolkit_config,
+        24,
+        _refine,
+        readers=("nvidia-container-runtime", "nvidia-container-runtime-hook", "nvidia-ctk"),
+    )
+)
