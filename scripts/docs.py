@@ -134,7 +134,9 @@ def render_index(families: dict[str, list[Rule]]) -> str:
 
 
 def _usage(command_path: str) -> str:
-    ctx = click.Context(cli, info_name=PROG, terminal_width=HELP_WIDTH, max_content_width=HELP_WIDTH)
+    # The group's own context settings (its -h), as a command line gets them; the subcommands' contexts inherit them.
+    settings = {**cli.context_settings, "terminal_width": HELP_WIDTH, "max_content_width": HELP_WIDTH}
+    ctx = click.Context(cli, info_name=PROG, **settings)
     command: Optional[click.Command] = cli
     for name in command_path.split():
         assert isinstance(command, click.Group), command_path

@@ -3,6 +3,7 @@ quick start the two commands that exist."""
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import re
 import sys
@@ -40,8 +41,9 @@ def test_generated_pages_are_current() -> None:
             continue
         current = page.read_text(encoding="utf-8")
         if current != text and _squeezed(current) != _squeezed(text):
-            stale.append(str(page.relative_to(ROOT)))
-    assert not stale, "out of date (run: python3 scripts/docs.py): " + ", ".join(stale)
+            difference = difflib.unified_diff(current.splitlines(), text.splitlines(), lineterm="", n=1)
+            stale.append(f"{page.relative_to(ROOT)}:\n" + "\n".join(list(difference)[2:12]))
+    assert not stale, "out of date (run: python3 scripts/docs.py):\n" + "\n".join(stale)
 
 
 def test_every_rule_has_its_section_on_its_family_page() -> None:
