@@ -84,9 +84,12 @@ def parse_yaml(raw: bytes) -> Parsed:
     if not text.strip():
         problems.append(LoadProblem("DOC001", "the file is empty", line=1, column=1))
         return Parsed(text, None, False, problems, empty)
+    # One pass: the node tree, whose marks give the positions, and the value constructed from it (what
+    # yaml.safe_load does after composing).
+    loader = yaml.SafeLoader(text)
     try:
-        value = yaml.safe_load(text)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = loader.get_single_node()
+        value = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         reason = " ".join(str(part) for part in (exc.context, exc.problem) if part)
@@ -105,6 +108,8 @@ def parse_yaml(raw: bytes) -> Parsed:
     except RecursionError:
         problems.append(LoadProblem("DOC003", "YAML nested deeper than this tool parses"))
         return Parsed(text, None, False, problems, empty)
+    finally:
+        loader.dispose()
     size = _expanded_size(root) if root is not None else 0
     if size > MAX_EXPANDED_NODES or size < 0:
         reason = (

@@ -61,10 +61,31 @@ def validator_for(kind: str) -> Any:
 
     base = jsonschema.Draft7Validator
     checker = base.TYPE_CHECKER.redefine("integer", lambda _checker, value: _is_integer(value))
-    validator_class = jsonschema.validators.extend(base, type_checker=checker)  # type: ignore[no-untyped-call]
     schema = load_schema(kind)
     base.check_schema(schema)
+    # Our schemas refer only inside themselves (the fast check refuses anything else): each reference is looked up
+    # once. jsonschema 4.18 and later otherwise ask the referencing registry on every use, which makes a large
+    # document's validation several times slower; the errors are the same, since the same subschema is descended.
+    targets: dict[str, Any] = {}
+
+    def internal_ref(validator: Any, ref: str, instance: Any, _schema: Any) -> Any:
+        if ref not in targets:
+            targets[ref] = _pointer_target(schema, ref)
+        yield from validator.descend(instance, targets[ref])
+
+    validator_class = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        base, validators={"$ref": internal_ref}, type_checker=checker
+    )
     return validator_class(schema)
+
+
+def _pointer_target(root: Any, ref: str) -> Any:
+    if not ref.startswith("#/"):
+        raise ValueError(f"only internal references are supported, not {ref!r}")
+    node = root
+    for part in ref[2:].split("/"):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
 
 
 class _Compiler:
@@ -76,11 +97,7 @@ class _Compiler:
 
     def ref(self, target: str) -> Check:
         if target not in self.refs:
-            if not target.startswith("#/"):
-                raise ValueError(f"only internal references are supported, not {target!r}")
-            node: Any = self.root
-            for part in target[2:].split("/"):
-                node = node[part.replace("~1", "/").replace("~0", "~")]
+            node = _pointer_target(self.root, target)
             slot: list[Check] = []
             self.refs[target] = lambda value: slot[0](value)
             slot.append(self.compile(node))

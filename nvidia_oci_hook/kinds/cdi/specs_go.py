@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Optional
 
 from nvidia_oci_hook.formats.jsontext import pointer_join
@@ -131,22 +132,25 @@ FIELD_HISTORY = {
 }
 
 
-def _fold_char(char: str) -> str:
-    # bytes.EqualFold: ASCII case, plus the two non-ASCII letters whose simple folding reaches ASCII.
-    return {"\u212a": "k", "\u017f": "s"}.get(char, char.lower() if char.isascii() else char)
+# bytes.EqualFold: ASCII case, plus the two non-ASCII letters whose simple folding reaches ASCII.
+_NON_ASCII_FOLDS = {"\u212a": "k", "\u017f": "s"}
 
 
+@lru_cache(maxsize=4096)
 def _fold(key: str) -> str:
-    return "".join(_fold_char(char) for char in key)
+    if key.isascii():
+        return key.lower()
+    return "".join(_NON_ASCII_FOLDS.get(char, char.lower() if char.isascii() else char) for char in key)
 
 
 def match_field(struct_type: GoType, key: str) -> Optional[tuple[str, GoType]]:
     """The field encoding/json decodes key into: the exact name, else one equal without regard to case."""
     folded = None
+    folded_key = _fold(key)
     for name, field_type in struct_type.fields:
         if name == key:
             return name, field_type
-        if folded is None and _fold(name) == _fold(key):
+        if folded is None and _fold(name) == folded_key:
             folded = (name, field_type)
     return folded
 
