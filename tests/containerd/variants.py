@@ -368,7 +368,7 @@ def measure(binary: Binary, text: str, settle: float = 0.5) -> Verdict:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def measure_all(found: list[Binary], jobs: int = 4) -> dict[str, dict[str, Verdict]]:
+def measure_all(found: list[Binary], jobs: int = 8) -> dict[str, dict[str, Verdict]]:
     """Every variant on every release: {variant id: {release: verdict}}."""
     cases = list(variants())
     work = [(variant, text, binary) for variant, text in cases for binary in found]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import os
 import platform
@@ -264,7 +265,8 @@ class CRIClient:
         self.channel: Optional[grpc.Channel] = None
         self._runtime: Optional[cri_grpc.RuntimeServiceStub] = None
         self._images: Optional[cri_grpc.ImageServiceStub] = None
-        self._pods = 0
+        # next() of a count is one step under the GIL: pods started from several threads get distinct names.
+        self._pod_numbers = itertools.count(1)
 
     def connect(self) -> None:
         self.channel = grpc.insecure_channel(f"unix://{self.socket}")
@@ -299,8 +301,7 @@ class CRIClient:
         return True
 
     def next_pod_name(self) -> str:
-        self._pods += 1
-        return f"pod{self._pods}"
+        return f"pod{next(self._pod_numbers)}"
 
     def __enter__(self: _Client) -> _Client:
         return self

@@ -1,7 +1,7 @@
 """deploy/kubernetes/daemonset.yaml's pod, as the DaemonSet controller would stamp it out, run by a real kubelet 1.32
 on cri-o 1.37 (tests/kubelet/harness.py) as a static pod, on a fake GPU node in seed 003's state (a stray
 /dev/nvidia0 beside a driver container's root): the image deploy/kubernetes/Containerfile builds
-(tests/kubelet/deploy_image.py), the manifest's own command, args, env, securityContext, resources and volumes.
+(tests/deploy_image.py), the manifest's own command, args, env, securityContext, resources and volumes.
 
 The pod template is read from the YAML, not copied; `static_pod` changes only what this harness cannot run as
 written, each change with its reason, and `test_the_static_pod_changes_only_what_the_harness_needs` holds it to
@@ -42,8 +42,8 @@ import yaml
 
 from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.node.doctor import CHECK_NAMES
+from tests.deploy_image import TAG, ImageUnavailable, image_archive, load_into
 from tests.helpers import FakeHost
-from tests.kubelet.deploy_image import TAG, ImageUnavailable, image_archive, load_into
 from tests.kubelet.harness import Kubelet, KubeletUnavailable, Pod, container_status, skip_reason
 from tests.node.fakenodes import seed_003
 from tests.node.test_metrics import promtool_lint, samples

@@ -1,7 +1,7 @@
-"""deploy/kubernetes/Containerfile's image, built with podman as tests/kubernetes/test_image.py builds it (the
-package tests' Debian 12 root imported as the base, podman storage of its own), kept as a docker-archive under
-.tools/deploy-image keyed by what the build copies in, and loaded from there into an engine's containers/storage:
-an engine here can pull nothing.
+"""deploy/kubernetes/Containerfile's image, built with podman (the package tests' Debian 12 root imported as the
+base, podman storage of its own) once for a given content, kept as a docker-archive under .tools/deploy-image keyed
+by what the build copies in, and loaded from there into each storage that runs it: podman's in
+tests/kubernetes/test_image.py, an engine's containers/storage in tests/kubelet (an engine here can pull nothing).
 
 `image_archive()` builds on the first call for a given content and returns the archive at once afterwards;
 `load_into(root, runroot)` puts the image into the containers/storage that cri-o's `[crio] root`/`runroot` name.
@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-REPOSITORY = Path(__file__).resolve().parents[2]
+REPOSITORY = Path(__file__).resolve().parents[1]
 DEPLOY = REPOSITORY / "deploy/kubernetes"
 CACHE = REPOSITORY / ".tools" / "deploy-image"
 TAG = "localhost/nvidia-oci-hook:test"
