@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,3 +22,61 @@ def fake_host(tmp_path: Path) -> FakeHost:
 def as_root() -> None:
     if os.geteuid() != 0:
         pytest.fail("this test needs root (mknod); run the suite as root, as CI does")
+
+
+# Suites that hold a daemon (containerd, cri-o, the kubelet, podman's conmon, prometheus), a port, or mounts of the
+# machine run one after another, on one worker, when the suite runs on several cores (pytest -n, tests/conftest.py
+# is pytest-xdist's only configuration); every other module is one unit of work, so that its module fixtures are
+# built once.
+SERIAL = (
+    "tests/e2e/",
+    "tests/kubelet/",
+    "tests/containerd/test_claims.py",
+    "tests/containerd/test_daemon.py",
+    "tests/containerd/test_real_containerd.py",
+    "tests/containerd/test_release_daemons.py",
+    "tests/fleet/test_prometheus_e2e.py",
+    "tests/hooksd/test_corpus.py",
+    "tests/hooksd/test_directories.py",
+    "tests/kubernetes/test_image.py",
+    "tests/packaging/",
+)
+SERIAL_GROUP = "serial"
+# The same suites also see what the others leave on the machine (running daemons in /proc, containers in runc's
+# state): scripts/test runs three interpreters side by side, so a serial module holds this lock, machine-wide,
+# from its first test's setup to its last test's teardown.
+SERIAL_LOCK = Path(tempfile.gettempdir()) / "nvidia-oci-hook-tests.serial.lock"
+
+
+def _is_serial(path: str) -> bool:
+    return path.startswith(SERIAL)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def serial_suite(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Autouse fixtures of a scope come first: the lock is held before the module's own daemons start."""
+    path = Path(str(request.path)).resolve().relative_to(Path(__file__).resolve().parents[1]).as_posix()
+    if not _is_serial(path):
+        yield
+        return
+    with open(SERIAL_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns the groups into units of work
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):  # not a worker of a distributed run
+        return
+    serial = []
+    others = []
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        is_serial = _is_serial(path)
+        item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP if is_serial else path))
+        (serial if is_serial else others).append(item)
+    # The serial group is the longest unit: it starts first, so that the other workers' units fill the time around it.
+    items[:] = serial + others
