@@ -42,10 +42,19 @@ SERIAL = (
     "tests/packaging/",
 )
 SERIAL_GROUP = "serial"
-# The same suites also see what the others leave on the machine (running daemons in /proc, containers in runc's
-# state): scripts/test runs three interpreters side by side, so a serial module holds this lock, machine-wide,
-# from its first test's setup to its last test's teardown.
-SERIAL_LOCK = Path(tempfile.gettempdir()) / "nvidia-oci-hook-tests.serial.lock"
+# scripts/test runs three interpreters side by side, and some of these suites judge what runs on the whole machine
+# (doctor's gpu-access reads every runc container's state; the kubelet's node, cdi resolve and lint --node find
+# the running daemons in /proc): while one of those runs, nothing else may hold a daemon or a container. A
+# machine-wide lock keeps that: each serial module shares it while it runs, each of these holds it alone. A
+# turnstile taken first lets a module that waits to hold it alone stop newcomers from sharing it meanwhile.
+WHOLE_MACHINE = (
+    "tests/e2e/test_cdi_resolve.py",
+    "tests/e2e/test_gpu_access.py",
+    "tests/kubelet/",
+)
+LOCKS = Path(tempfile.gettempdir())
+SERIAL_LOCK = LOCKS / "nvidia-oci-hook-tests.serial.lock"
+TURNSTILE = LOCKS / "nvidia-oci-hook-tests.turnstile.lock"
 
 
 def _is_serial(path: str) -> bool:
@@ -54,13 +63,19 @@ def _is_serial(path: str) -> bool:
 
 @pytest.fixture(scope="module", autouse=True)
 def serial_suite(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Autouse fixtures of a scope come first: the lock is held before the module's own daemons start."""
+    """Autouse fixtures of a scope come first: the lock is held before the module's own daemons start, and from
+    its first test's setup to its last test's teardown."""
     path = Path(str(request.path)).resolve().relative_to(Path(__file__).resolve().parents[1]).as_posix()
     if not _is_serial(path):
         yield
         return
-    with open(SERIAL_LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    mode = fcntl.LOCK_EX if path.startswith(WHOLE_MACHINE) else fcntl.LOCK_SH
+    with open(TURNSTILE, "a") as turnstile, open(SERIAL_LOCK, "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, mode)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
         try:
             yield
         finally:
