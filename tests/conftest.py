@@ -27,21 +27,25 @@ def as_root() -> None:
 # Suites that hold a daemon (containerd, cri-o, the kubelet, podman's conmon, prometheus), a port, or mounts of the
 # machine run one after another, on one worker, when the suite runs on several cores (pytest -n, tests/conftest.py
 # is pytest-xdist's only configuration); every other module is one unit of work, so that its module fixtures are
-# built once.
-SERIAL = (
-    "tests/e2e/",
-    "tests/kubelet/",
-    "tests/containerd/test_claims.py",
-    "tests/containerd/test_daemon.py",
-    "tests/containerd/test_real_containerd.py",
-    "tests/containerd/test_release_daemons.py",
-    "tests/fleet/test_prometheus_e2e.py",
-    "tests/hooksd/test_corpus.py",
-    "tests/hooksd/test_directories.py",
-    "tests/kubernetes/test_image.py",
-    "tests/packaging/",
-)
-SERIAL_GROUP = "serial"
+# built once. The packages' suites (which share dist/ and the Debian roots they build) are a second such lane.
+SERIAL_LANES = {
+    "serial-daemons": (
+        "tests/e2e/",
+        "tests/kubelet/",
+        "tests/containerd/test_claims.py",
+        "tests/containerd/test_daemon.py",
+        "tests/containerd/test_real_containerd.py",
+        "tests/containerd/test_release_daemons.py",
+        "tests/fleet/test_prometheus_e2e.py",
+        "tests/hooksd/test_corpus.py",
+        "tests/hooksd/test_directories.py",
+    ),
+    "serial-packages": (
+        "tests/kubernetes/test_image.py",
+        "tests/packaging/",
+    ),
+}
+SERIAL = tuple(path for paths in SERIAL_LANES.values() for path in paths)
 # scripts/test runs three interpreters side by side, and some of these suites judge what runs on the whole machine
 # (doctor's gpu-access reads every runc container's state; the kubelet's node, cdi resolve and lint --node find
 # the running daemons in /proc): while one of those runs, nothing else may hold a daemon or a container. A
@@ -90,8 +94,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     others = []
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        is_serial = _is_serial(path)
-        item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP if is_serial else path))
-        (serial if is_serial else others).append(item)
-    # The serial group is the longest unit: it starts first, so that the other workers' units fill the time around it.
+        lane = next((name for name, paths in SERIAL_LANES.items() if path.startswith(paths)), None)
+        item.add_marker(pytest.mark.xdist_group(lane or path))
+        (serial if lane else others).append(item)
+    # The lanes are the longest units: they start first, so that the other units fill the time around them.
     items[:] = serial + others

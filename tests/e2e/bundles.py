@@ -8,6 +8,7 @@ The container's output goes to a file given as the create's stdout and stderr.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -114,7 +115,9 @@ class Runtime:
         front = create_with or [self.binary]
         # Without a cgroups path runc lands the container in a cgroup other processes share, and says so.
         config = json.loads((bundle / "config.json").read_text())
-        config["linux"]["cgroupsPath"] = f"/nvidia-oci-hook-e2e/{container_id}"
+        # The cgroup is the machine's: the pid keeps two test runs' containers of one name apart (runc's delete
+        # --force kills what is in it).
+        config["linux"]["cgroupsPath"] = f"/nvidia-oci-hook-e2e/{container_id}-{os.getpid()}"
         # Compact, as the engines write config.json.
         (bundle / "config.json").write_text(json.dumps(config, separators=(",", ":")))
         with open(output, "wb") as sink:
