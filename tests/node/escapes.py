@@ -20,11 +20,14 @@ import hashlib
 import json
 import os
 import re
+import selectors
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,11 +44,15 @@ _LINK_LIMIT = 40  # the kernel's
 
 # -- running a command under strace ----------------------------------------------------------------------------
 
-# Run with `python -c`: sys.path[0] is then the working directory, as for `python -m`. What the command imports
-# later (its rules, its node modules) is imported here too, so that the traced part is the command's own work;
-# a module this list misses is imported while traced, from the allowed places.
+# A fork server, started with `python -c` (sys.path[0] is then the working directory, as for `python -m`): it
+# imports what the command imports, then forks one child per request, each a fresh interpreter with everything
+# imported, which stops itself until strace holds it. What the command imports later (its rules, its node modules)
+# is imported here too, so that the traced part is the command's own work; a module this list misses is imported
+# while traced, from the allowed places. The imports are done once, not once per command: they were most of the
+# suite's time. A request is the command's argv, with its stdin, stdout and stderr passed as descriptors; the
+# answer is the child's pid, then its wait status.
 _LAUNCHER = """
-import importlib, os, pkgutil, runpy, signal, sys
+import array, importlib, json, os, pkgutil, runpy, signal, socket, sys
 
 def _import(name):
     try:
@@ -64,9 +71,26 @@ for _package in ("nvidia_oci_hook.node", "nvidia_oci_hook.engine", "nvidia_oci_h
     _found = _import(_package)
     for _module in pkgutil.walk_packages(getattr(_found, "__path__", []), _package + "."):
         _import(_module.name)
-os.kill(os.getpid(), signal.SIGSTOP)
-sys.argv = ["nvidia_oci_hook", *sys.argv[1:]]
-runpy.run_module("nvidia_oci_hook", run_name="__main__", alter_sys=True)
+_channel = socket.socket(fileno=int(sys.argv[1]))
+while True:
+    _request, _fds, _, _ = socket.recv_fds(_channel, 65536, 3)
+    if not _request:
+        os._exit(0)
+    _pid = os.fork()
+    if _pid == 0:
+        for _target, _fd in enumerate(_fds):
+            os.dup2(_fd, _target)
+            os.close(_fd)
+        _channel.close()
+        os.kill(os.getpid(), signal.SIGSTOP)
+        sys.argv = ["nvidia_oci_hook", *json.loads(_request)]
+        runpy.run_module("nvidia_oci_hook", run_name="__main__", alter_sys=True)
+        sys.exit(0)
+    for _fd in _fds:
+        os.close(_fd)
+    _channel.sendall(b"%d\\n" % _pid)
+    _, _status = os.waitpid(_pid, 0)
+    _channel.sendall(b"%d\\n" % _status)
 """
 
 _STRACE_OPTIONS = ("-f", "-qq", "-y", "-s", "0", "-e", "signal=none", "-e", "trace=%file,%desc")
@@ -107,56 +131,137 @@ def run_plain(argv: list[str], timeout: float = 120) -> subprocess.CompletedProc
     )
 
 
+class _ForkServer:
+    """One launcher process (see _LAUNCHER); a thread uses its own, one command at a time."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        self.channel = ours
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, str(theirs.fileno())],
+            cwd=REPO,
+            env=command_environment(),
+            stdin=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
+        )
+        theirs.close()
+        self.answers = ours.makefile("rb")
+
+    def start(self, argv: list[str], stdio: tuple[int, int, int]) -> int:
+        socket.send_fds(self.channel, [json.dumps(argv).encode()], list(stdio))
+        return int(self._answer("the launcher ended before the command"))
+
+    def status(self) -> int:
+        return int(self._answer("the launcher ended while the command ran"))
+
+    def _answer(self, failure: str) -> bytes:
+        line = self.answers.readline()
+        if not line:
+            raise RuntimeError(f"{failure} (launcher status {self.process.wait()})")
+        return line
+
+    def close(self) -> None:
+        self.channel.close()
+        self.answers.close()
+        self.process.wait(timeout=30)
+
+
+_servers = threading.local()
+_all_servers: list[_ForkServer] = []
+
+
+def _fork_server() -> _ForkServer:
+    server: Optional[_ForkServer] = getattr(_servers, "server", None)
+    if server is None:
+        server = _servers.server = _ForkServer()
+        _all_servers.append(server)
+    return server
+
+
+def close_fork_servers() -> None:
+    while _all_servers:
+        _all_servers.pop().close()
+
+
 def run_traced(argv: list[str], log: Path, timeout: float = 120) -> Run:
     assert STRACE is not None
-    child = subprocess.Popen(
-        [sys.executable, "-c", _LAUNCHER, *argv],
-        cwd=REPO,
-        env=command_environment(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    tracer = None
+    server = _fork_server()
+    stdin = os.open(os.devnull, os.O_RDONLY)
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
     try:
-        _, status = os.waitpid(child.pid, os.WUNTRACED)
-        if not os.WIFSTOPPED(status):
-            out, err = child.stdout.read(), child.stderr.read()  # type: ignore[union-attr]
-            raise RuntimeError(f"the launcher ended before the command: {err.decode(errors='replace')}{out!r}")
-        tracer = subprocess.Popen([STRACE, *_STRACE_OPTIONS, "-o", str(log), "-p", str(child.pid)])
-        _wait_until_traced(child.pid, tracer)
-        os.kill(child.pid, signal.SIGCONT)
-        out, err = child.communicate(timeout=timeout)
+        pid = server.start(argv, (stdin, out_write, err_write))
+    finally:
+        for fd in (stdin, out_write, err_write):
+            os.close(fd)
+    tracer = None
+    outputs: dict[int, bytes] = {}
+    try:
+        _wait_until(pid, lambda fields: fields.get("State", "").startswith("T"), "stop itself")
+        tracer = subprocess.Popen([STRACE, *_STRACE_OPTIONS, "-o", str(log), "-p", str(pid)])
+        _wait_until_traced(pid, tracer)
+        os.kill(pid, signal.SIGCONT)
+        outputs = _read_until_closed((out_read, err_read), pid, timeout)
+        status = os.waitstatus_to_exitcode(server.status())
         tracer.wait(timeout=timeout)
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        for fd in (out_read, err_read):
+            os.close(fd)
         if tracer is not None and tracer.poll() is None:
             tracer.kill()
             tracer.wait()
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
-    return Run(argv, child.returncode, out.decode(errors="replace"), err.decode(errors="replace"), parse_log(log))
+    out, err = outputs[out_read], outputs[err_read]
+    return Run(argv, status, out.decode(errors="replace"), err.decode(errors="replace"), parse_log(log))
+
+
+def _read_until_closed(fds: tuple[int, ...], pid: int, timeout: float) -> dict[int, bytes]:
+    """Everything written to the pipes until each is closed; past the timeout the command is killed."""
+    outputs = {fd: b"" for fd in fds}
+    open_fds = set(fds)
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        for fd in fds:
+            selector.register(fd, selectors.EVENT_READ)
+        while open_fds:
+            ready = selector.select(max(0.0, deadline - time.monotonic()))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 30
+            for key, _ in ready:
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    outputs[key.fd] += chunk
+                else:
+                    selector.unregister(key.fd)
+                    open_fds.discard(key.fd)
+    return outputs
 
 
 def _wait_until_traced(pid: int, tracer: subprocess.Popen[bytes]) -> None:
     """Until strace holds the stopped process in a tracing stop: a SIGCONT sent earlier could let the command
     make calls strace never sees."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def traced(fields: dict[str, str]) -> bool:
         if tracer.poll() is not None:
             raise RuntimeError(f"strace could not attach to {pid} (status {tracer.returncode})")
+        return fields.get("TracerPid", "0") != "0" and fields.get("State", "").startswith("t")
+
+    _wait_until(pid, traced, "be traced by strace")
+
+
+def _wait_until(pid: int, condition: Callable[[dict[str, str]], bool], what: str) -> None:
+    """Until condition holds for the fields of the process's /proc status."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
         fields = {}
         with open(f"/proc/{pid}/status") as status:
             for line in status:
                 key, _, value = line.partition(":")
                 fields[key] = value.strip()
-        if fields.get("TracerPid", "0") != "0" and fields.get("State", "").startswith("t"):
+        if condition(fields):
             return
         time.sleep(0.001)
-    raise RuntimeError(f"strace did not attach to {pid} within 30 s")
+    raise RuntimeError(f"process {pid} did not {what} within 30 s")
 
 
 # -- reading strace's log --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from tests.node.escapes import (
     STRACE,
     Case,
     Outcome,
+    close_fork_servers,
     given_files,
     run_case,
     run_plain,
@@ -50,6 +51,7 @@ def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
             case = callspec.params["case"]
             wanted[case.id] = case
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
+    request.addfinalizer(close_fork_servers)
     request.addfinalizer(pool.shutdown)
     return {key: pool.submit(run_case, case, tmp_path_factory.mktemp(key)) for key, case in wanted.items()}
 
