@@ -243,10 +243,11 @@ def device_host_path_empty(value: Any, context: Context) -> Iterator[Problem]:
 
     ## Why it matters
     containerd (1.7.24, 2.1.9) refuses the container while generating the spec (`lstat : no such file or
-    directory`). cri-o (1.37) reads the empty path as its own working directory and walks it for device nodes,
-    so what the container gets depends on what is there: measured, it started the container without the
-    device, and, once, refused it through runc (`invalid cgroup device type "p"`: a named pipe in that
-    directory). Either way the container does not get the device asked for.
+    directory`). cri-o (1.37) joins the empty path to `/` and walks the node's whole filesystem for device
+    nodes (seconds on each create, measured: `/proc`, `/sys`, `/usr` and every container's storage), so what
+    the container gets depends on everything on the node: measured, it started the container without the
+    device, or refused it through runc (`invalid cgroup device type "p"`: a named pipe somewhere on the node).
+    Either way the container does not get the device asked for.
 
     ## Example
     `{"container_path": "/dev/nvidia0", "host_path": "", "permissions": "rw"}`
@@ -261,9 +262,9 @@ def device_host_path_empty(value: Any, context: Context) -> Iterator[Problem]:
             yield Problem(pointer, "host_path is empty: containerd refuses the container (`lstat : no such file or "
                           "directory`)", hint, engines=CONTAINERD, outcome=OUTCOME_REFUSED)  # fmt: skip
             walks = (
-                "host_path is empty: cri-o walks its own working directory for device nodes instead, and the "
-                'container starts without the device asked for (or is refused, `invalid cgroup device type "p"`, '
-                "where a named pipe is there)"
+                "host_path is empty: cri-o reads it as / and walks the node's whole filesystem for device nodes "
+                'instead, and the container starts without the device asked for (or is refused, `invalid cgroup '
+                'device type "p"`, where a named pipe is on the node)'
             )
             yield Problem(pointer, walks, hint, engines=CRIO, outcome=OUTCOME_WITHOUT_DEVICE)
 

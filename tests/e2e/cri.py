@@ -570,6 +570,57 @@ class _Run:
             self.error = error
 
 
+@dataclass(frozen=True)
+class Sandbox:
+    """A pod that several run_pod_container calls share, as a node's pod holds several containers: each call
+    then adds a container of its own name to it and removes only that."""
+
+    pod_id: str
+    config: Any  # the cri.PodSandboxConfig it was made with
+    log_directory: Path
+
+
+def _pod_config(
+    daemon: CRIClient, name: str, log_directory: Path, privileged: bool, pod_annotations: Optional[Mapping[str, str]]
+) -> Any:
+    return cri.PodSandboxConfig(
+        metadata=cri.PodSandboxMetadata(name=name, uid=str(uuid.uuid4()), namespace="e2e", attempt=0),
+        log_directory=str(log_directory),
+        annotations=dict(pod_annotations or {}),
+        linux=cri.LinuxPodSandboxConfig(
+            cgroup_parent=daemon.cgroup_parent,
+            security_context=cri.LinuxSandboxSecurityContext(
+                namespace_options=daemon.namespace_options, privileged=privileged
+            ),
+        ),
+    )
+
+
+def run_sandbox(
+    daemon: CRIClient,
+    *,
+    privileged: bool = False,
+    pod_annotations: Optional[Mapping[str, str]] = None,
+    runtime_handler: str = "",
+) -> Sandbox:
+    """A host-network pod for run_pod_container(sandbox=...); remove_sandbox stops and removes it."""
+    name = daemon.next_pod_name()
+    log_directory = daemon.workdir / "logs" / name
+    log_directory.mkdir(parents=True)
+    config = _pod_config(daemon, name, log_directory, privileged, pod_annotations)
+    pod_id = daemon.runtime.RunPodSandbox(
+        cri.RunPodSandboxRequest(config=config, runtime_handler=runtime_handler), timeout=CALL_TIMEOUT
+    ).pod_sandbox_id
+    return Sandbox(pod_id, config, log_directory)
+
+
+def remove_sandbox(daemon: CRIClient, sandbox: Sandbox) -> list[str]:
+    """Stop and remove the pod; the errors of those calls, if any."""
+    run = _Run(pod_id=sandbox.pod_id)
+    _remove(daemon, run)
+    return run.cleanup_errors
+
+
 def run_pod_container(
     daemon: CRIClient,
     *,
@@ -582,6 +633,7 @@ def run_pod_container(
     cdi_devices: Sequence[str] = (),
     runtime_handler: str = "",
     timeout: float = 30,
+    sandbox: Optional[Sandbox] = None,
 ) -> CRIResult:
     """Run `command` in a busybox container of a new host-network pod, as kubelet would, and remove both again.
 
@@ -589,36 +641,39 @@ def run_pod_container(
     container_path, permissions) CRI Devices, as a device plugin sends them; cdi_devices are qualified CDI names
     for the ContainerConfig's CDI_devices, which kubelet fills from a device plugin's or DRA driver's answer;
     runtime_handler is the pod's RuntimeClass handler ("": the daemon's default); privileged applies to the pod and
-    the container (containerd refuses a privileged container in an unprivileged pod)."""
+    the container (containerd refuses a privileged container in an unprivileged pod).
+
+    With a sandbox (run_sandbox), the container is added to that pod instead, under a name of its own, and only
+    the container is removed; the pod's settings (pod_annotations, runtime_handler, the pod's privilege) are the
+    sandbox's."""
     run = _Run()
     name = daemon.next_pod_name()
-    log_directory = daemon.workdir / "logs" / name
-    log_directory.mkdir(parents=True)
-    host_network = daemon.namespace_options
-    pod_config = cri.PodSandboxConfig(
-        metadata=cri.PodSandboxMetadata(name=name, uid=str(uuid.uuid4()), namespace="e2e", attempt=0),
-        log_directory=str(log_directory),
-        annotations=dict(pod_annotations or {}),
-        linux=cri.LinuxPodSandboxConfig(
-            cgroup_parent=daemon.cgroup_parent,
-            security_context=cri.LinuxSandboxSecurityContext(namespace_options=host_network, privileged=privileged),
-        ),
-    )
+    if sandbox is None:
+        log_directory = daemon.workdir / "logs" / name
+        log_directory.mkdir(parents=True)
+        pod_config = _pod_config(daemon, name, log_directory, privileged, pod_annotations)
+        container_name = "main"
+    else:
+        log_directory, pod_config, container_name = sandbox.log_directory, sandbox.config, name
+        run.pod_id = sandbox.pod_id
     image = cri.ImageSpec(image=BUSYBOX_IMAGE)
     # cri-o verifies the image's signature against the name the user gave, which kubelet sends; the CRI API of
     # the cri_api releases for Python 3.9 has no such field (and no CDI_devices), nor does containerd 1.6 read it.
     if "user_specified_image" in cri.ImageSpec.DESCRIPTOR.fields_by_name:
         image.user_specified_image = BUSYBOX_IMAGE
+    log_name = f"{container_name}.log"
     container_config = cri.ContainerConfig(
-        metadata=cri.ContainerMetadata(name="main", attempt=0),
+        metadata=cri.ContainerMetadata(name=container_name, attempt=0),
         image=image,
         command=list(command),
         envs=[cri.KeyValue(key=key, value=value) for key, value in (envs or {}).items()],
         annotations=dict(annotations or {}),
         devices=[cri.Device(host_path=h, container_path=c, permissions=p) for h, c, p in devices],
-        log_path="main.log",
+        log_path=log_name,
         linux=cri.LinuxContainerConfig(
-            security_context=cri.LinuxContainerSecurityContext(privileged=privileged, namespace_options=host_network)
+            security_context=cri.LinuxContainerSecurityContext(
+                privileged=privileged, namespace_options=daemon.namespace_options
+            )
         ),
     )
     if cdi_devices:
@@ -626,14 +681,17 @@ def run_pod_container(
     run.container_config = container_config
     status: Optional[Any] = None
     runtime = daemon.runtime
+    log = log_directory / log_name
     try:
-        try:
-            run.pod_id = runtime.RunPodSandbox(
-                cri.RunPodSandboxRequest(config=pod_config, runtime_handler=runtime_handler), timeout=CALL_TIMEOUT
-            ).pod_sandbox_id
-        except grpc.RpcError as error:
-            run.fail("RunPodSandbox", error)
-            return _result(run, None, log_directory)
+        if sandbox is None:
+            try:
+                run.pod_id = runtime.RunPodSandbox(
+                    cri.RunPodSandboxRequest(config=pod_config, runtime_handler=runtime_handler),
+                    timeout=CALL_TIMEOUT,
+                ).pod_sandbox_id
+            except grpc.RpcError as error:
+                run.fail("RunPodSandbox", error)
+                return _result(run, None, log)
         try:
             request = cri.CreateContainerRequest(
                 pod_sandbox_id=run.pod_id, config=container_config, sandbox_config=pod_config
@@ -641,7 +699,7 @@ def run_pod_container(
             run.container_id = runtime.CreateContainer(request, timeout=CALL_TIMEOUT).container_id
         except grpc.RpcError as error:
             run.fail("CreateContainer", error)
-            return _result(run, None, log_directory)
+            return _result(run, None, log)
         try:
             runtime.StartContainer(cri.StartContainerRequest(container_id=run.container_id), timeout=CALL_TIMEOUT)
         except grpc.RpcError as error:
@@ -663,13 +721,12 @@ def run_pod_container(
                 run.fail("wait", f"the container is still {state} after {timeout} s")
                 break
             time.sleep(0.02)
-        return _result(run, status, log_directory)
+        return _result(run, status, log)
     finally:
-        _remove(daemon, run)
+        _remove(daemon, run, keep_pod=sandbox is not None)
 
 
-def _result(run: _Run, status: Optional[Any], log_directory: Path) -> CRIResult:
-    log = log_directory / "main.log"
+def _result(run: _Run, status: Optional[Any], log: Path) -> CRIResult:
     text = log.read_text(errors="replace") if log.exists() else ""
     return CRIResult(
         failed_step=run.failed_step,
@@ -688,12 +745,12 @@ def _result(run: _Run, status: Optional[Any], log_directory: Path) -> CRIResult:
     )
 
 
-def _remove(daemon: CRIClient, run: _Run) -> None:
+def _remove(daemon: CRIClient, run: _Run, keep_pod: bool = False) -> None:
     steps: list[tuple[str, Any]] = []
     if run.container_id:
         steps.append(("StopContainer", cri.StopContainerRequest(container_id=run.container_id, timeout=0)))
         steps.append(("RemoveContainer", cri.RemoveContainerRequest(container_id=run.container_id)))
-    if run.pod_id:
+    if run.pod_id and not keep_pod:
         steps.append(("StopPodSandbox", cri.StopPodSandboxRequest(pod_sandbox_id=run.pod_id)))
         steps.append(("RemovePodSandbox", cri.RemovePodSandboxRequest(pod_sandbox_id=run.pod_id)))
     for step, request in steps:
