@@ -263,7 +263,7 @@ def device_host_path_empty(value: Any, context: Context) -> Iterator[Problem]:
                           "directory`)", hint, engines=CONTAINERD, outcome=OUTCOME_REFUSED)  # fmt: skip
             walks = (
                 "host_path is empty: cri-o reads it as / and walks the node's whole filesystem for device nodes "
-                'instead, and the container starts without the device asked for (or is refused, `invalid cgroup '
+                "instead, and the container starts without the device asked for (or is refused, `invalid cgroup "
                 'device type "p"`, where a named pipe is on the node)'
             )
             yield Problem(pointer, walks, hint, engines=CRIO, outcome=OUTCOME_WITHOUT_DEVICE)
