@@ -205,11 +205,21 @@ def _missing(node: Collection, path: str, why: str) -> None:
 def engine_releases(
     host: HostView, locations: Optional[Locations] = None
 ) -> tuple[dict[str, EngineRelease], list[tuple[str, str]]]:
-    """Each engine's release: a running daemon's binary decides, whatever a package database says; else the
+    """Each engine's release: a running daemon's binary decides, whatever a package database says (of several,
+    the one that reads the configuration in effect, else the first, whose configuration is judged); else the
     installed binary's --version, else the package databases. And (place, what) for the places looked at."""
     found, looked = installed_engines(host)
     releases = {release.engine: release for release in found}
-    for daemon in (locations or find_locations(host)).daemons:
+    locations = locations or find_locations(host)
+    chosen = {
+        in_effect.engine: in_effect.daemon
+        for in_effect in (locations.containerd, locations.crio)
+        if in_effect is not None and in_effect.daemon is not None
+    }
+    for daemon in locations.daemons:
+        if daemon.engine not in chosen:
+            chosen[daemon.engine] = daemon
+    for daemon in chosen.values():
         if daemon.version is not None:
             releases[daemon.engine] = EngineRelease(daemon.engine, daemon.version, f"/proc/{daemon.pid}/exe")
     return releases, looked

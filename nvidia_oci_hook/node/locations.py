@@ -274,7 +274,16 @@ def _containerd(host: HostView, by_hand: ByHand, locations: Locations) -> Config
     if by_hand.containerd_config is not None:
         path = os.path.abspath(by_hand.containerd_config)
         distribution, templates = _distribution_of(path)
-        chosen = ConfigInEffect("containerd", path, "named by --containerd-config", None, distribution, templates, True)
+        chosen = ConfigInEffect(
+            "containerd",
+            path,
+            "named by --containerd-config",
+            None,
+            distribution,
+            templates,
+            True,
+            _running_with(host, daemons, path),
+        )
     elif daemons:
         daemon = daemons[0]
         path = daemon.config or CONTAINERD_DEFAULT
@@ -291,7 +300,9 @@ def _containerd(host: HostView, by_hand: ByHand, locations: Locations) -> Config
         )
     else:
         chosen = _containerd_by_distribution(host)
-    for other in daemons[1:]:
+    for other in daemons:
+        if other is chosen.daemon or (not chosen.by_hand and other is daemons[0]):
+            continue
         locations.looked.append(
             (
                 other.config or CONTAINERD_DEFAULT,
@@ -299,6 +310,15 @@ def _containerd(host: HostView, by_hand: ByHand, locations: Locations) -> Config
             )
         )
     return chosen
+
+
+def _running_with(host: HostView, daemons: list[Daemon], path: str) -> Optional[Daemon]:
+    """The daemon whose command line names the file named by hand (a path on this machine), if one runs: its
+    release is the one that reads that file."""
+    for daemon in daemons:
+        if daemon.config is not None and os.path.join(host.root, daemon.config.lstrip("/")) == path:
+            return daemon
+    return None
 
 
 def _containerd_by_distribution(host: HostView) -> ConfigInEffect:
@@ -320,7 +340,15 @@ def _crio(host: HostView, by_hand: ByHand, locations: Locations) -> ConfigInEffe
         # The half not named is this machine's default, as cri-o started here with the other flag would read it.
         path = os.path.abspath(by_hand.crio_config) if by_hand.crio_config else CRIO_DEFAULT
         directory = os.path.abspath(by_hand.crio_config_dir) if by_hand.crio_config_dir else CRIO_DEFAULT_DIR
-        return ConfigInEffect("crio", path, "named by --crio-config / --crio-config-dir", directory, by_hand=True)
+        daemons = [daemon for daemon in locations.daemons if daemon.engine == "crio"]
+        return ConfigInEffect(
+            "crio",
+            path,
+            "named by --crio-config / --crio-config-dir",
+            directory,
+            by_hand=True,
+            daemon=_running_with(host, daemons, path) if by_hand.crio_config else None,
+        )
     for daemon in locations.daemons:
         if daemon.engine == "crio":
             return ConfigInEffect(

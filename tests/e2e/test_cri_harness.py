@@ -222,9 +222,9 @@ def test_containerd_17s_errors_explained_by_why(containerd17: CRIDaemon, capsys:
     status, report = why(capsys, containerd17, unknown.error)
     assert [match["signature"] for match in report["matches"]] == ["cdi-unresolvable"], report
     holding = [cause["code"] for cause in report["causes"] if cause["holds"]]
-    # The release judged is a running daemon's: where this module's containerd 1.6 also runs, /proc's order
-    # decides which, and 1.6 adds its own cause, CDI off (CTD101). The name's one reason holds either way.
-    assert status == 0 and "REC001" in holding and set(holding) <= {"REC001", "CTD101"}, report
+    # The release judged is that of the daemon running with the configuration named, whatever other containerd
+    # runs on the machine (this module's 1.6, another suite's): 1.6 would add its own cause, CDI off (CTD101).
+    assert status == 0 and holding == ["REC001"], report
 
 
 @pytest.mark.parametrize("client", ["connected", "broken"])

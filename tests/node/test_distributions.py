@@ -14,7 +14,7 @@ import pytest
 
 from nvidia_oci_hook.cli import main
 from nvidia_oci_hook.host import HostView
-from nvidia_oci_hook.node.locations import _flag, find_locations
+from nvidia_oci_hook.node.locations import ByHand, Daemon, _flag, find_locations
 from tests.helpers import FakeHost
 
 K3S_DIR = "/var/lib/rancher/k3s/agent/etc/containerd"
@@ -198,6 +198,37 @@ def test_a_running_daemons_flags_decide(fake_host: FakeHost) -> None:
     assert locations.crio is not None and locations.crio.directory == "/srv/crio.d"
     assert locations.crio.path == "/etc/crio/crio.conf"
     assert [daemon.pid for daemon in locations.daemons] == [812, 977]
+
+
+def test_the_release_judged_is_the_daemons_that_reads_the_file_named(
+    fake_host: FakeHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two containerd daemons (an old one and a new one, as on a node being upgraded, or a test machine): the
+    release is that of the daemon whose command line names the file given by hand, whatever /proc's order."""
+    from nvidia_oci_hook.node import engines, locations
+
+    for pid, config in ((301, "/etc/old/config.toml"), (302, "/etc/new/config.toml")):
+        fake_host.text(f"/proc/{pid}/cmdline", "\0".join(["containerd", "--config", config]) + "\0")
+    versions = {301: "1.6.20", 302: "1.7.24"}
+    scan = locations._scan
+
+    def with_versions(host: HostView, wanted: bool) -> list[Daemon]:
+        return [Daemon(d.engine, d.pid, d.argv, d.config, d.config_dir, versions[d.pid]) for d in scan(host, False)]
+
+    monkeypatch.setattr(locations, "_scan", with_versions)
+    host = HostView(str(fake_host.root))
+    for named, release in (("/etc/new/config.toml", "1.7.24"), ("/etc/old/config.toml", "1.6.20")):
+        locations._SCANNED.clear()
+        by_hand = ByHand(containerd_config=str(fake_host.root) + named)
+        found = find_locations(host, by_hand)
+        assert found.containerd is not None and found.containerd.daemon is not None
+        assert found.containerd.daemon.config == named
+        assert engines.engine_releases(host, found)[0]["containerd"].version == release
+    # Named by hand but run by no daemon: the first daemon's, whose configuration the node judges unnamed.
+    locations._SCANNED.clear()
+    found = find_locations(host, ByHand(containerd_config=str(fake_host.root) + "/srv/other.toml"))
+    assert found.containerd is not None and found.containerd.daemon is None
+    assert engines.engine_releases(host, found)[0]["containerd"].version == "1.6.20"
 
 
 @pytest.mark.parametrize(
