@@ -67,8 +67,10 @@ def timings() -> dict[str, float]:
     sys.stderr.write("\ndeb install test timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in found.items()) + "\n")
 
 
-@pytest.fixture(scope="module")
-def deb(timings: dict[str, float]) -> Path:
+# The session's: the suites that install it (this one, test_deb_podman.py) run in one lane, on one worker, and
+# take the one build.
+@pytest.fixture(scope="session")
+def deb() -> Path:
     if os.geteuid() != 0:
         pytest.fail("the package test needs root (dpkg in a chroot); run the suite as root, as CI does")
     path = REPO / "dist" / f"{PACKAGE}_{_version()}_all.deb"
@@ -77,7 +79,7 @@ def deb(timings: dict[str, float]) -> Path:
     if os.environ.get("NVIDIA_OCI_HOOK_TEST_DEB") != "reuse" or not path.exists():
         result = _run([str(REPO / "scripts" / "package"), "deb"], cwd=REPO)
         assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    timings["build"] = time.monotonic() - started
+    sys.stderr.write(f"\ndeb built in {time.monotonic() - started:.1f}s\n")
     assert path.exists()
     return path
 

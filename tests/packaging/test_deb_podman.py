@@ -17,7 +17,7 @@ import pytest
 
 from nvidia_oci_hook.formats.tomltext import parse_toml
 from tests.e2e.gpu_request import ANNOTATION, PROBE, SPEC
-from tests.packaging.test_deb import deb, timings  # noqa: F401 - fixtures
+from tests.packaging.test_deb import deb  # noqa: F401 - the fixture
 from tests.podman_env import IMAGE, run_isolated
 
 pytestmark = [pytest.mark.root, pytest.mark.runtime]
