@@ -180,13 +180,16 @@ def test_every_workload_kind_yields_its_pod_template() -> None:
             "metadata": {"name": "crd"},
             "spec": {"template": template},
         },
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "secret"}},
+        # A ConfigMap is an object without a pod template: the scripts a workload mounts from it are read.
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}},
     ]
     found = list(objects(documents))
     assert [obj.name for obj in found] == [
-        "pod", "pt", "rc", "deployment", "statefulset", "daemonset", "replicaset", "job", "cron",
+        "pod", "pt", "rc", "deployment", "statefulset", "daemonset", "replicaset", "job", "cron", "cm",
     ]  # fmt: skip
-    containers = [container.pointer for obj in found for container in obj.template.containers()]  # type: ignore[union-attr]
+    assert found[-1].template is None
+    containers = [container.pointer for obj in found[:-1] for container in obj.template.containers()]  # type: ignore[union-attr]
     assert containers[0] == "/0/spec/containers/0"
     assert containers[-1] == "/8/spec/jobTemplate/spec/template/spec/containers/0"
 

@@ -32,6 +32,9 @@ WORKLOADS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "CronJob": (frozenset({BATCH}), ("spec", "jobTemplate", "spec", "template")),
 }
 RUNTIME_CLASS = "RuntimeClass"
+# A ConfigMap holds what other objects mount: an entrypoint script in the GPU Operator's assets is in a file of
+# its own, beside the DaemonSet that runs it.
+CONFIG_MAP = "ConfigMap"
 DRA_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
 # The resource.k8s.io versions that serve the DRA kinds judged here (structured parameters, Kubernetes 1.32+).
 DRA_VERSIONS = frozenset({"v1beta1", "v1beta2", "v1"})
@@ -77,7 +80,8 @@ def ignored_codes(metadata: Any) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class KubeObject:
-    """An object of the stream this tool judges: a workload, a RuntimeClass or a DRA object."""
+    """An object of the stream this tool judges: a workload, a RuntimeClass, a DRA object, or a ConfigMap that
+    a workload may mount."""
 
     pointer: str
     api_version: str
@@ -416,6 +420,8 @@ def _object(pointer: str, value: Any, path: str = "") -> Optional[KubeObject]:
     if kind == RUNTIME_CLASS and group == NODE_API:
         return KubeObject(pointer, api_version, kind, value, path)
     if kind in DRA_KINDS and group == RESOURCE_API:
+        return KubeObject(pointer, api_version, kind, value, path)
+    if kind == CONFIG_MAP and api_version == "v1":
         return KubeObject(pointer, api_version, kind, value, path)
     return None
 

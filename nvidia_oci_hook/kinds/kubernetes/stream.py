@@ -28,17 +28,28 @@ _CONTENT = re.compile(r"^[ \t]*[^\s#]", re.MULTILINE)
 # A stream is manifests when a document names both an apiVersion and a CamelCase kind at the top of an object:
 # CDI specs have a `kind` (vendor/class) but no apiVersion, and no other kind this tool reads has either.
 _YAML_API_VERSION = re.compile(rb"^(?:- +)?apiVersion: *[\"']?[A-Za-z0-9./-]+", re.MULTILINE)
-_YAML_KIND = re.compile(rb"^(?:- +| *)kind: *[\"']?[A-Z][A-Za-z0-9]*[\"']? *$", re.MULTILINE)
+_YAML_KIND = re.compile(rb"^(?:- +| *)kind: *[\"']?[A-Z][A-Za-z0-9]*[\"']? *\r?$", re.MULTILINE)
 _JSON_API_VERSION = re.compile(rb'"apiVersion"\s*:\s*"[A-Za-z0-9./-]+"')
 _JSON_KIND = re.compile(rb'"kind"\s*:\s*"[A-Z][A-Za-z0-9]*"')
 _SNIFF_BYTES = 1 << 16
 
 
+# A stream with no object: only `---` and `...` markers, comments and blank lines, as `helm template` writes for a
+# template that renders nothing (`--show-only` of a disabled component) or a chart with every part turned off.
+_NOTHING_BUT_MARKERS = re.compile(rb"\A(?:[ \t]*(?:(?:---|\.\.\.)(?=[ \t\r\n]|\Z)[ \t]*)?(?:#[^\n]*)?\r?(?:\n|\Z))+\Z")
+_BOM = b"\xef\xbb\xbf"
+
+
 def looks_like_manifests(path: str, raw: bytes) -> bool:
-    head = raw[:_SNIFF_BYTES]
+    head = raw[len(_BOM) :] if raw.startswith(_BOM) else raw
+    head = head[:_SNIFF_BYTES]
     if head.lstrip()[:1] in (b"{", b"["):
         return bool(_JSON_API_VERSION.search(head) and _JSON_KIND.search(head))
-    return bool(_YAML_API_VERSION.search(head) and _YAML_KIND.search(head))
+    if _YAML_API_VERSION.search(head) and _YAML_KIND.search(head):
+        return True
+    # No CDI spec, OCI document or engine configuration is only comments: such a stream is manifests that
+    # render nothing. A blank file names no kind at all.
+    return bool(head.strip()) and len(raw) <= _SNIFF_BYTES and _NOTHING_BUT_MARKERS.match(head) is not None
 
 
 def read_stream(raw: bytes) -> Parsed:

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem, Severity
 from nvidia_oci_hook.kinds.kubernetes import KUBERNETES
-from nvidia_oci_hook.kinds.kubernetes.objects import Container, EnvVar
+from nvidia_oci_hook.kinds.kubernetes.objects import CONFIG_MAP, Container, EnvVar
 from nvidia_oci_hook.nvidia.env import (
     CAPABILITY_WORDS,
     DRIVER_CAPABILITIES,
@@ -40,7 +40,7 @@ from nvidia_oci_hook.nvidia.requirements import (
 )
 from nvidia_oci_hook.rules.base import Context, rule
 from nvidia_oci_hook.rules.driver import HOOK_REFUSES, _nearest
-from nvidia_oci_hook.rules.kubernetes.common import asks_gpu, document_templates, nvidia_component
+from nvidia_oci_hook.rules.kubernetes.common import asks_gpu, document_templates, nvidia_component, run_manifests
 from nvidia_oci_hook.rules.kubernetes.pod_security import toolkit_privileged
 
 VALIDATIONS_DIR = "/run/nvidia/validations"
@@ -90,33 +90,22 @@ def _marker_choice(text: str) -> Optional[str]:
 
 
 def _config_maps(value: Any, context: Context) -> dict[tuple[str, str], dict[str, Any]]:
-    """(namespace, name) -> data of every ConfigMap of the stream (and of its `List`s)."""
+    """(namespace, name) -> data of every ConfigMap of the run (every file and stream given together, and their
+    `List`s): a DaemonSet and the ConfigMap holding its entrypoint are often in separate files."""
 
     def build() -> dict[tuple[str, str], dict[str, Any]]:
         found: dict[tuple[str, str], dict[str, Any]] = {}
-        documents = value if isinstance(value, list) else []
-        candidates: list[Any] = []
-        for document in documents:
-            candidates.append(document)
-            if isinstance(document, dict) and isinstance(document.get("items"), list):
-                candidates.extend(document["items"])
-        for item in candidates:
-            if not isinstance(item, dict) or item.get("kind") != "ConfigMap" or item.get("apiVersion") != "v1":
-                continue
-            metadata: Any = item.get("metadata")
-            if not isinstance(metadata, dict):
-                continue
-            data = item.get("data")
-            name, namespace = metadata.get("name"), metadata.get("namespace")
-            if isinstance(name, str) and isinstance(data, dict):
-                found.setdefault((namespace if isinstance(namespace, str) else "", name), data)
+        for item in run_manifests(value, context).of_kind(CONFIG_MAP):
+            data = item.value.get("data")
+            if item.name and isinstance(data, dict):
+                found.setdefault((item.namespace, item.name), data)
         return found
 
     return context.cached("k8s-config-maps", build)  # type: ignore[no-any-return]
 
 
 def _mounted_scripts(container: Container, value: Any, context: Context) -> dict[str, tuple[str, str]]:
-    """Files a container mounts from a ConfigMap of the stream: path in the container -> (ConfigMap/key, text)."""
+    """Files a container mounts from a ConfigMap of the run: path in the container -> (ConfigMap/key, text)."""
     maps = _config_maps(value, context)
     if not maps:
         return {}
@@ -159,7 +148,8 @@ def driver_root_from_validation_marker(value: Any, context: Context) -> Iterator
 
     ## What it checks
     Each `command` and `args` entry of every container (and the script it runs, where that is a key of a
-    ConfigMap of the same stream mounted into the container) for a shell that takes `NVIDIA_DRIVER_ROOT` (or a
+    ConfigMap mounted into the container: of the same stream, or of any file linted with it, as a directory of
+    the GPU Operator's `assets/` holds it) for a shell that takes `NVIDIA_DRIVER_ROOT` (or a
     driver-root variable: `DRIVER_ROOT`, `CONTAINER_DRIVER_ROOT`, `driver_root`) from the GPU Operator's
     validation markers: a test of a marker that chooses the root
     (`[[ -f /run/nvidia/validations/host-driver-ready ]] && driver_root=/ || driver_root=/run/nvidia/driver`),
