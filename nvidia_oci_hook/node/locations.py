@@ -109,16 +109,41 @@ def _flag(argv: tuple[str, ...], names: tuple[str, ...]) -> Optional[str]:
     return found
 
 
+# The subcommands of each engine's program (urfave/cli): with one, the process is a command run against the engine
+# (`containerd --config FILE config dump`, as tools and scripts run it to see the configuration in effect), not the
+# daemon. The global flags that take a value come first, and their value may look like a subcommand (`-c config`).
+_SUBCOMMANDS = {
+    "containerd": frozenset({"config", "publish", "oci-hook", "help", "h"}),
+    "crio": frozenset({"config", "version", "wipe", "complete", "completion", "man", "markdown", "md", "status",
+                       "check", "help", "h"}),
+}  # fmt: skip
+_VALUE_FLAGS = {
+    "containerd": frozenset({"--config", "-c", "--log-level", "-l", "--address", "-a", "--publish-address", "--root",
+                             "--state"}),
+    "crio": frozenset({"--config", "-c", "--config-dir", "-d", "--log-level", "-l", "--root", "-r", "--runroot",
+                       "--log", "--listen", "--storage-driver", "-s", "--storage-opt", "--default-runtime",
+                       "--cgroup-manager", "--conmon", "--hooks-dir", "--signature-policy", "--log-dir"}),
+}  # fmt: skip
+_NOT_THE_DAEMON_FLAGS = frozenset({"--version", "-v", "--help", "-h"})
+
+
 def _engine_of(argv: tuple[str, ...]) -> Optional[str]:
     if not argv:
         return None
     program = posixpath.basename(argv[0])
-    if program == "containerd":
-        # `containerd config dump` and the like are not the daemon.
-        return None if any(word in ("config", "help", "--version", "-v") for word in argv[1:2]) else "containerd"
-    if program == "crio":
-        return None if len(argv) > 1 and not argv[1].startswith("-") else "crio"
-    return None
+    if program not in _SUBCOMMANDS:
+        return None
+    if program == "crio" and len(argv) > 1 and not argv[1].startswith("-"):
+        return None  # cri-o takes no positional argument: a first word is a subcommand (any release's)
+    words = iter(argv[1:])
+    for word in words:
+        if word in _NOT_THE_DAEMON_FLAGS:
+            return None
+        if word in _VALUE_FLAGS[program]:
+            next(words, None)
+        elif word in _SUBCOMMANDS[program]:
+            return None
+    return program
 
 
 # One scan of /proc per view: doctor's checks each ask where the engines' configuration is.

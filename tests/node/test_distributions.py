@@ -200,6 +200,34 @@ def test_a_running_daemons_flags_decide(fake_host: FakeHost) -> None:
     assert [daemon.pid for daemon in locations.daemons] == [812, 977]
 
 
+@pytest.mark.parametrize(
+    ("argv", "daemon"),
+    [
+        (("containerd",), True),
+        (("/usr/bin/containerd", "--config", "/etc/containerd/config.toml"), True),
+        (("containerd", "-c", "config", "--log-level", "debug"), True),  # a file named `config`
+        (("containerd", "--config=/x.toml", "--address", "/run/c.sock"), True),
+        (("containerd", "config", "dump"), False),
+        (("containerd", "--config", "/x/config.toml", "config", "dump"), False),
+        (("containerd", "-c", "/x.toml", "config", "migrate"), False),
+        (("containerd", "--version"), False),
+        (("containerd", "publish", "--topic", "/tasks/exit"), False),
+        (("crio", "--config", "/etc/crio/crio.conf", "--config-dir", "/etc/crio/crio.conf.d"), True),
+        (("crio", "--config-dir", "/srv/crio.d", "config"), False),
+        (("crio", "--log-level", "debug", "version"), False),
+        (("crio", "wipe"), False),
+    ],
+)
+def test_a_command_run_against_an_engine_is_not_its_daemon(
+    argv: tuple[str, ...], daemon: bool, fake_host: FakeHost
+) -> None:
+    """`containerd --config FILE config dump`, as scripts run it to see the configuration in effect, lives a
+    moment beside the daemon: it is neither the daemon nor a second one."""
+    fake_host.text("/proc/55/cmdline", "\0".join(argv) + "\0")
+    found = [d.pid for d in find_locations(HostView(str(fake_host.root)), versions=False).daemons]
+    assert found == ([55] if daemon else [])
+
+
 def test_the_release_judged_is_the_daemons_that_reads_the_file_named(
     fake_host: FakeHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
