@@ -339,9 +339,13 @@ def _containerd(host: HostView, by_hand: ByHand, locations: Locations) -> Config
 
 def _running_with(host: HostView, daemons: list[Daemon], path: str) -> Optional[Daemon]:
     """The daemon whose command line names the file named by hand (a path on this machine), if one runs: its
-    release is the one that reads that file."""
+    release is the one that reads that file. One file is one inode, whatever links either name goes through."""
+    named = LOCAL.stat(path)
+    if named is None:
+        return None
     for daemon in daemons:
-        if daemon.config is not None and os.path.join(host.root, daemon.config.lstrip("/")) == path:
+        read = host.stat(daemon.config) if daemon.config is not None else None
+        if read is not None and (read.st_dev, read.st_ino) == (named.st_dev, named.st_ino):
             return daemon
     return None
 

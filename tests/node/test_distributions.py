@@ -237,6 +237,8 @@ def test_the_release_judged_is_the_daemons_that_reads_the_file_named(
 
     for pid, config in ((301, "/etc/old/config.toml"), (302, "/etc/new/config.toml")):
         fake_host.text(f"/proc/{pid}/cmdline", "\0".join(["containerd", "--config", config]) + "\0")
+        fake_host.text(config, "version = 2\n")
+    fake_host.text("/srv/other.toml", "version = 2\n")
     versions = {301: "1.6.20", 302: "1.7.24"}
     scan = locations._scan
 
