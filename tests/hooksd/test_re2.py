@@ -47,20 +47,31 @@ def test_go_compiles_what_python_may_not(pattern: str) -> None:
     assert re2.check(pattern) is None
 
 
-@pytest.mark.parametrize(
-    "pattern",
-    [
-        "(" * 50000 + ")" * 50000,
-        "(?:" * 50000 + "a" + ")" * 50000,
-        "[[:" * 50000,
-        "\\Q" * 50000,
-        "a|" * 50000,
-        "(?:a{2}){2}" * 10000,
-        "\\p{" * 50000,
-    ],
-    ids=["parens", "groups", "classes", "quotes", "alternation", "repeats", "unicode"],
-)
-def test_hostile_patterns_stay_fast(pattern: str) -> None:
-    start = time.perf_counter()
-    re2.check(pattern)  # an error or not: it must neither recurse nor go quadratic
-    assert time.perf_counter() - start < 3.0
+HOSTILE = {
+    "parens": lambda n: "(" * n + ")" * n,
+    "groups": lambda n: "(?:" * n + "a" + ")" * n,
+    "classes": lambda n: "[[:" * n,
+    "quotes": lambda n: "\\Q" * n,
+    "alternation": lambda n: "a|" * n,
+    "repeats": lambda n: "(?:a{2}){2}" * (n // 5),
+    "unicode": lambda n: "\\p{" * n,
+}
+
+
+def _cpu_seconds(pattern: str) -> float:
+    # CPU time of the best of three: wall time on a loaded CI machine says more about its neighbours than about us
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        re2.check(pattern)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_patterns_neither_recurse_nor_go_quadratic(name: str) -> None:
+    build = HOSTILE[name]
+    re2.check(build(50000))  # nesting this deep would exhaust any recursive parser's stack
+    small, large = _cpu_seconds(build(5000)), _cpu_seconds(build(20000))
+    # four times the input: about four times the work when linear, sixteen when quadratic
+    assert large < 0.01 or large / small < 9, (small, large)
