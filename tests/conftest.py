@@ -5,6 +5,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (serial if lane else others).append(item)
     # The lanes are the longest units: they start first, so that the other units fill the time around them.
     items[:] = serial + others
+
+
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """On the controller, as each worker reports its tests: the groups must be in their ids, or xdist scatters
+    every module over both workers (each then builds the module's fixtures) and breaks the serial lanes up."""
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    scattered = [nodeid for nodeid in ids if "@" not in nodeid.rpartition("]")[2]]
+    if scattered:
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} with this pytest-xdist does not group tests ({scattered[0]} has no group "
+            "in its id): use the pytest that pyproject.toml allows"
+        )
