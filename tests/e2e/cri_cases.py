@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from tests.e2e.cri import Sandbox, remove_sandbox, run_pod_container, run_sandbox
-from tests.e2e.crio import CrioDaemon, bounded_runc
+from tests.e2e.crio import CrioDaemon, bounded_runc, build_trees
 
 REFUSED, WITHOUT_DEVICE, WITH_DEVICE = "refused", "runs-without-device", "runs-with-device"
 # The numbers of the test's device nodes: /dev/urandom's, harmless to open, and other than those of the default
@@ -197,7 +197,7 @@ def measure(workdir: Path, engine: str, jobs: int = JOBS) -> dict[str, Verdict]:
 
     def start() -> Any:
         if engine == "crio":
-            return CrioDaemon.start(runtimes={"runc": runc}, cdi_spec_dirs=[spec_dir])
+            return CrioDaemon.start(runtimes={"runc": runc}, cdi_spec_dirs=[spec_dir], hidden=build_trees())
         binary = CANDIDATES[1] if engine == "containerd-1.7" else CANDIDATES[2]
         return CRIDaemon.start(
             containerd=binary, binary_name=runc, enable_cdi=True, cdi_spec_dirs=[spec_dir],

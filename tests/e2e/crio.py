@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -202,6 +203,17 @@ def crio_config(
     return "\n".join(lines)
 
 
+def build_trees() -> list[str]:
+    """Directories of this machine that hold no device node and nothing cri-o runs or reads: the home directory
+    (pyenv's interpreters, caches) and the repository's virtual environments, tools and git store. cri-o walks
+    the whole filesystem for a device whose host path is empty (it joins "" to /); with these out of its view the
+    walk is that of a node's filesystem, not of a build machine's hundreds of thousands of files."""
+    home = Path.home()
+    trees = [home] if CRIO.resolve().parts[: len(home.parts)] != home.parts else []
+    trees += [REPOSITORY / name for name in (".git", ".tools", ".venv", ".venv-py39", ".venv-newest")]
+    return [str(tree) for tree in trees if tree.is_dir() and not tree.is_symlink()]
+
+
 class CrioDaemon(CRIClient):
     """A running cri-o and a CRI v1 client connected to it; use as a context manager or call close()."""
 
@@ -210,9 +222,10 @@ class CrioDaemon(CRIClient):
     namespace_options = cri.NamespaceOption(network=cri.NODE, pid=cri.CONTAINER)
     unavailable = CrioUnavailable
 
-    def __init__(self, workdir: Path, node_root: Optional[Path]) -> None:
+    def __init__(self, workdir: Path, node_root: Optional[Path], hidden: Sequence[str] = ()) -> None:
         super().__init__(workdir)
         self.node_root = node_root
+        self.hidden = hidden
         etc = node_root / "etc/crio" if node_root is not None else workdir
         self.config = etc / "crio.conf"
         self.config_dir = etc / "crio.conf.d"
@@ -225,15 +238,17 @@ class CrioDaemon(CRIClient):
         hooks_dirs: Optional[Sequence[StrPath]] = (),
         cdi_spec_dirs: Optional[Sequence[StrPath]] = (),
         node_root: Optional[Path] = None,
+        hidden: Sequence[str] = (),
     ) -> CrioDaemon:
         """The directory, configuration and image, without starting cri-o: a caller may add drop-ins to
         `config_dir` (or run `configure --host-root node_root`) before `run()`. runtimes: handler name -> the
         runtime's path (runc's own entry can be replaced); empty hooks_dirs and cdi_spec_dirs are empty
-        directories of the daemon's, None cri-o's defaults."""
+        directories of the daemon's, None cri-o's defaults. hidden: directories cri-o sees empty (see
+        `build_trees`)."""
         reason = skip_reason() or _missing_tool()
         if reason is not None:
             raise CrioUnavailable(reason)
-        daemon = cls(Path(tempfile.mkdtemp(prefix="crio", dir="/tmp")), node_root)  # short: socket paths
+        daemon = cls(Path(tempfile.mkdtemp(prefix="crio", dir="/tmp")), node_root, hidden)  # short: socket paths
         try:
             workdir = daemon.workdir
             for name in ("pods", "cni/net.d", "cni/bin", "logs"):
@@ -291,6 +306,7 @@ class CrioDaemon(CRIClient):
     def _namespace_script(self) -> str:
         """The shell that sets up cri-o's mount namespace, then execs its arguments."""
         lines = ["set -e"]
+        lines += [f"mount -t tmpfs -o ro,size=4k,mode=0755 tmpfs {shlex.quote(path)}" for path in self.hidden]
         if self.node_root is not None:
             for relative in NODE_OVERLAYS:
                 lower, upper = self.node_root / relative, self.workdir / "node-upper" / relative

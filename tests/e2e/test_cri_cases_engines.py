@@ -2,7 +2,8 @@
 tests/e2e/cri_cases.py run again on cri-o (../shared/peers) and on containerd 1.7 and 2.1 through CRI. A case
 counts as the same where the engine again runs the container with its devices, or again does not (refused, or
 started without a device): cri-o joins an empty host_path to / and walks the machine's whole filesystem, whose
-contents move a case between those two. A few minutes of daemons, so scripts/test runs it once, on Debian's python3."""
+contents move a case between those two (cri-o runs with the build trees of this machine out of its view:
+tests/e2e/crio.py `build_trees`). A minute of daemons, so scripts/test runs it once, on Debian's python3."""
 
 from __future__ import annotations
 
