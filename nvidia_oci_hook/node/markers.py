@@ -13,6 +13,7 @@ from typing import Optional
 
 from nvidia_oci_hook.host import HostView
 from nvidia_oci_hook.node.driver import DriverRootAnswer
+from nvidia_oci_hook.nvidia.env import DRIVER_ROOT
 
 VALIDATIONS = "/run/nvidia/validations"
 PARTIAL = "partial"
@@ -82,7 +83,7 @@ def marker_problems(host: HostView, answer: DriverRootAnswer, booted: Optional[f
     if text is not None:
         env = env_file(text)
         says_host = env.get("IS_HOST_DRIVER", "").lower() == "true"
-        root = env.get("NVIDIA_DRIVER_ROOT")
+        root = env.get(DRIVER_ROOT)
         if ("IS_HOST_DRIVER" in env and says_host != on_host) or (root and root.rstrip("/") != answer.root.rstrip("/")):
             problems.append(
                 MarkerProblem(

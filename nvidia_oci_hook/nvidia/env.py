@@ -32,6 +32,8 @@ MIG_CONFIG_DEVICES = "NVIDIA_MIG_CONFIG_DEVICES"
 MIG_MONITOR_DEVICES = "NVIDIA_MIG_MONITOR_DEVICES"
 CUDA_VERSION = "CUDA_VERSION"
 REQUIRE_CUDA = "NVIDIA_REQUIRE_CUDA"
+# Where NVIDIA's components (device plugin, DRA driver, toolkit) look for the driver, as a host path.
+DRIVER_ROOT = "NVIDIA_DRIVER_ROOT"
 
 SUPPORTED_CAPABILITIES = ("compute", "compat32", "graphics", "utility", "video", "display", "ngx")
 CAPABILITY_WORDS = frozenset({*SUPPORTED_CAPABILITIES, "all", "none"})

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from nvidia_oci_hook.cli import main
-from tests.kubernetes.test_rules_nvidia_env import ENTRYPOINT
+from tests.kubernetes.test_rules_nvidia_env import TWO_MARKER_ENTRYPOINT, TWO_MARKER_LINE
 
-CONFIG_MAP, DAEMON_SET = (part.strip() + "\n" for part in ENTRYPOINT.split("\n---\n"))
+CONFIG_MAP, DAEMON_SET = (part.strip() + "\n" for part in TWO_MARKER_ENTRYPOINT.split("\n---\n"))
 
 
 def lint_json(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list[dict[str, Any]]]:
@@ -31,9 +31,9 @@ def findings(files: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
 
 
 def test_the_stream_finds_the_entrypoints_marker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "stream.yaml").write_text(ENTRYPOINT.lstrip())
+    (tmp_path / "stream.yaml").write_text(TWO_MARKER_ENTRYPOINT.lstrip())
     status, files = lint_json(capsys, str(tmp_path / "stream.yaml"))
-    assert status == 1 and ("stream.yaml", "K8S002", 24) in findings(files), files
+    assert status == 1 and ("stream.yaml", "K8S002", TWO_MARKER_LINE) in findings(files), files
 
 
 @pytest.mark.parametrize("given", ["directory", "files"])
@@ -50,8 +50,9 @@ def test_a_config_map_in_a_file_of_its_own_is_read_with_the_workload_that_mounts
         else [str(assets / "0500_daemonset.yaml"), str(assets / "0400_configmap.yaml")]
     )
     status, files = lint_json(capsys, *paths)
-    # The line of the DaemonSet's args in its own file: the stream's line 24 less the ConfigMap's 10 and `---`.
-    assert status == 1 and findings(files) == [("0500_daemonset.yaml", "K8S002", 13)], files
+    # The line of the DaemonSet's args in its own file: the stream's line less the ConfigMap's and `---`.
+    config_map_lines = CONFIG_MAP.count("\n") + 1
+    assert status == 1 and findings(files) == [("0500_daemonset.yaml", "K8S002", TWO_MARKER_LINE - config_map_lines)]
     alone = lint_json(capsys, str(assets / "0500_daemonset.yaml"))
     assert alone == (0, [{"path": str(assets / "0500_daemonset.yaml"), "kind": "kubernetes", "findings": []}])
 
@@ -92,9 +93,9 @@ def test_line_endings_and_a_byte_order_mark_change_nothing(
     prefix: bytes, endings: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plain = tmp_path / "plain.yaml"
-    plain.write_text(ENTRYPOINT.lstrip())
+    plain.write_text(TWO_MARKER_ENTRYPOINT.lstrip())
     saved = tmp_path / "saved.yaml"
-    saved.write_bytes(prefix + ENTRYPOINT.lstrip().encode().replace(b"\n", endings))
+    saved.write_bytes(prefix + TWO_MARKER_ENTRYPOINT.lstrip().encode().replace(b"\n", endings))
     expected = lint_json(capsys, str(plain))
     status, files = lint_json(capsys, str(saved))
     assert [file["kind"] for file in files] == ["kubernetes"]

@@ -1,6 +1,8 @@
-"""K8S002, K8S004-K8S006: the NVIDIA_* environment a pod gives its containers, from env and from the command line."""
+"""K8S002, K8S004-K8S006, K8S022: the NVIDIA_* environment a pod gives its containers, from env and command line."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import yaml
@@ -91,6 +93,58 @@ spec:
         configMap: {name: nvidia-device-plugin-entrypoint, defaultMode: 448}
 """
 
+# Pre-24.6 GPU Operator entrypoints chose the root by which empty marker exists (same shape as 24.3's).
+TWO_MARKERS = """while true; do
+      if [ -f /run/nvidia/validations/host-driver-ready ]; then
+        NVIDIA_DRIVER_ROOT=/; break
+      elif [ -f /run/nvidia/validations/driver-ready ]; then
+        NVIDIA_DRIVER_ROOT=/run/nvidia/driver; break
+      fi
+      sleep 5
+    done"""
+WAIT_ONLY = """while true; do
+      [ -f /run/nvidia/validations/driver-ready ] && break
+      sleep 5
+    done"""
+
+# An init container that reads the driver's files through the sourced root only to copy one: no root is chosen
+# for a program (the shape of 24.9's IMEX config copy in GPU feature discovery, in other words).
+COPIER = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: gpu-feature-discovery, namespace: gpu-operator}
+spec:
+  selector: {matchLabels: {app: gfd}}
+  template:
+    metadata: {labels: {app: gfd}}
+    spec:
+      initContainers:
+      - name: copy-fabric-config
+        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.0
+        command: [/bin/bash, -c]
+        args:
+        - |
+          until [[ -f /run/nvidia/validations/driver-ready ]]; do echo "waiting; driver's validation"; sleep 5; done
+          set -o allexport
+          . /run/nvidia/validations/driver-ready   # IS_HOST_DRIVER, DRIVER_ROOT_CTR_PATH, ...
+          wanted=/etc/fabric/nodes.cfg
+          rm -f "/shared${wanted}"
+          if [[ ! -f "${DRIVER_ROOT_CTR_PATH}${wanted}" ]]; then echo "none; skipping"; exit 0; fi
+          mkdir -p "$(dirname "/shared${wanted}")"
+          cp "${DRIVER_ROOT_CTR_PATH}${wanted}" "/shared${wanted}"
+          exit 0
+      containers:
+      - name: gpu-feature-discovery
+        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.0
+"""
+
+# The same entrypoint as GPU Operator 24.3 and earlier wrote it: the two-marker guess.
+TWO_MARKER_ENTRYPOINT = ENTRYPOINT.replace(
+    "until [ -f /run/nvidia/validations/driver-ready ]; do sleep 5; done", TWO_MARKERS
+).replace("set -o allexport\n    . /run/nvidia/validations/driver-ready", "export NVIDIA_DRIVER_ROOT")
+# The line of the DaemonSet's args, which run the entrypoint.
+TWO_MARKER_LINE = manifest(TWO_MARKER_ENTRYPOINT).decode().splitlines().index("        args: [/bin/entrypoint.sh]") + 1
+
 NOTEBOOK = """
 apiVersion: apps/v1
 kind: Deployment
@@ -168,18 +222,33 @@ CASES = [
     ),
     Case(
         "K8S002",
-        BLOCK,
-        BLOCK.replace(". /run/nvidia/validations/driver-ready", "export NVIDIA_DRIVER_ROOT=/"),
-        id="sourced-driver-ready",
-        line=15,
+        TWO_MARKER_ENTRYPOINT,
+        ENTRYPOINT.replace("until [ -f /run/nvidia/validations/driver-ready ]; do sleep 5; done", WAIT_ONLY),
+        id="configmap-two-markers",
+        line=TWO_MARKER_LINE,
     ),
     Case(
         "K8S002",
+        BLOCK.replace("validations/driver-ready", "validations/driver-root.env"),
+        BLOCK.replace(". /run/nvidia/validations/driver-ready", "export NVIDIA_DRIVER_ROOT=/"),
+        id="sourced-other-file",
+        line=15,
+    ),
+    Case(
+        "K8S022",
+        BLOCK,
+        BLOCK.replace(". /run/nvidia/validations/driver-ready", "export NVIDIA_DRIVER_ROOT=/"),
+        id="inline",
+        line=15,
+    ),
+    Case(
+        "K8S022",
         ENTRYPOINT,
         ENTRYPOINT.replace(". /run/nvidia/validations/driver-ready", "export NVIDIA_DRIVER_ROOT=/run/nvidia/driver"),
         id="configmap-entrypoint",
         line=24,
     ),
+    Case("K8S022", COPIER.replace("exit 0", "exec /usr/local/bin/imex-agent"), COPIER, id="copier-that-starts"),
     Case(
         "K8S004",
         NOTEBOOK.replace("IMAGE", "jupyter/scipy-notebook").replace("VALUE", "all"),
@@ -241,8 +310,48 @@ def test_k8s002_quotes_what_the_gpu_pods_then_fail_with() -> None:
     (message,) = _fired(PLUGIN.replace("COMMAND", SEED_000), "K8S002")
     assert "chooses driver_root by whether /run/nvidia/validations/host-driver-ready exists" in message
     assert "lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory" in message
-    (message,) = _fired(ENTRYPOINT, "K8S002")
+    (message,) = _fired(TWO_MARKER_ENTRYPOINT, "K8S002")
     assert "runs /bin/entrypoint.sh (ConfigMap nvidia-device-plugin-entrypoint key entrypoint.sh)" in message
+    assert "chooses NVIDIA_DRIVER_ROOT by whether /run/nvidia/validations/host-driver-ready exists" in message
+
+
+def test_k8s022_says_when_the_sourced_root_can_be_stale() -> None:
+    (message,) = _fired(ENTRYPOINT, "K8S022")
+    assert (
+        ": runs /bin/entrypoint.sh (ConfigMap nvidia-device-plugin-entrypoint key entrypoint.sh), which sources"
+        in message
+    )
+    assert "starts nvidia-device-plugin with the NVIDIA_DRIVER_ROOT in it" in message
+    assert "stale only when the node's driver changes" in message
+    assert not _fired(ENTRYPOINT, "K8S002")  # one file, written whole: not the two-marker guess
+    assert not _fired(COPIER, "K8S002") and not _fired(COPIER, "K8S022")  # copies a file, starts nothing
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # quoted separators and comments are no commands
+        ". /run/nvidia/validations/driver-ready; echo 'root; exec it' # exec nvidia-toolkit",
+        ". /run/nvidia/validations/driver-ready\ncase $IS_HOST_DRIVER in\n  true) echo host ;;\nesac",
+        "source /run/nvidia/validations/driver-ready && for f in a b; do cp $f /out/; done",
+        "exec nvidia-device-plugin; . /run/nvidia/validations/driver-ready",  # sourced after the program
+    ],
+)
+def test_k8s022_a_script_that_starts_nothing_after_sourcing_is_quiet(script: str) -> None:
+    assert not _fired(PLUGIN.replace('"COMMAND"', json.dumps(script)), "K8S022")
+
+
+@pytest.mark.parametrize(
+    ("script", "program"),
+    [
+        (". /run/nvidia/validations/driver-ready; FOO=1 exec 2>&1 nvidia-toolkit --x", "nvidia-toolkit"),
+        ("source /run/nvidia/validations/driver-ready\n/usr/bin/gpu-agent &\nwait", "/usr/bin/gpu-agent"),
+        (". /run/nvidia/validations/driver-ready; x=$(nvidia-smi -L)", "nvidia-smi"),
+    ],
+)
+def test_k8s022_names_the_program_that_inherits_the_root(script: str, program: str) -> None:
+    (message,) = _fired(PLUGIN.replace('"COMMAND"', json.dumps(script)), "K8S022")
+    assert f"starts {program} with the NVIDIA_DRIVER_ROOT in it" in message
 
 
 def test_k8s002_a_script_of_another_namespace_is_not_the_one_mounted() -> None:

@@ -230,6 +230,15 @@ class EnvVar(NamedTuple):
     value: Optional[str]  # None: valueFrom, or no value
     from_source: bool = False
 
+    @property
+    def literal(self) -> Optional[str]:
+        """The value kubelet gives the variable when the manifest alone tells it, else None (valueFrom, or a
+        `$(VAR)` reference kubelet expands)."""
+        if self.from_source:
+            return None
+        text = self.value if self.value is not None else ""  # a name without value or valueFrom: ""
+        return None if "$(" in text else text
+
 
 class Mount(NamedTuple):
     pointer: str

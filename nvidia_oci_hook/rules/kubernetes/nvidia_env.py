@@ -44,6 +44,8 @@ from nvidia_oci_hook.rules.kubernetes.common import asks_gpu, document_templates
 from nvidia_oci_hook.rules.kubernetes.pod_security import toolkit_privileged
 
 VALIDATIONS_DIR = "/run/nvidia/validations"
+# The env file the GPU Operator's validator writes since 24.6 (cmd/nvidia-validator `createStatusFile`).
+DRIVER_READY = f"{VALIDATIONS_DIR}/driver-ready"
 LSTAT_FAILURE = "failed to generate spec: lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory"
 # The variables through which a pod asks NVIDIA's toolkit for GPUs or their features.
 GPU_VARIABLES = (VISIBLE_DEVICES, DRIVER_CAPABILITIES, MIG_CONFIG_DEVICES, MIG_MONITOR_DEVICES)
@@ -67,16 +69,14 @@ _READS_INTO_ROOT = re.compile(rf"(?P<name>{_DRIVER_ROOT_VARIABLE})=[\"']?\$\([^)
 
 
 def _marker_choice(text: str) -> Optional[str]:
-    """How a shell text lets a file under /run/nvidia/validations decide the driver root, or None."""
-    found = _SOURCES.search(text)
-    if found:
-        return (
-            f"sources {found['file']}, whose NVIDIA_DRIVER_ROOT (written by the GPU Operator's validator) becomes "
-            "the driver root"
-        )
-    found = _READS_INTO_ROOT.search(text)
-    if found:
-        return f"sets {found['name']} from the content of {found['file']}"
+    """How a shell text lets a file under /run/nvidia/validations decide the driver root, or None. Sourcing the
+    validator's own `driver-ready` env file is not among them: K8S022 judges that."""
+    for sourced in _SOURCES.finditer(text):
+        if sourced["file"] != DRIVER_READY:
+            return f"sources {sourced['file']}, whose NVIDIA_DRIVER_ROOT (whoever wrote it) becomes the driver root"
+    read = _READS_INTO_ROOT.search(text)
+    if read:
+        return f"sets {read['name']} from the content of {read['file']}"
     for test in _FILE_TEST.finditer(text):
         if test["keyword"] in ("until", "while"):
             continue  # waiting for a marker decides nothing
@@ -86,6 +86,52 @@ def _marker_choice(text: str) -> Optional[str]:
         assigned = _ASSIGNS_ROOT.search(text[: stop.start() if stop else len(text)], test.end())
         if assigned:
             return f"chooses {assigned['name']} by whether {test['file']} exists"
+    return None
+
+
+# Commands a script runs that read no driver root: the shell's own, and the file tools NVIDIA's entrypoints use
+# to wait, log and copy. Any other command after the env file is sourced starts a program that inherits it.
+_FILE_COMMANDS = frozenset(
+    {
+        "[", "[[", "test", "echo", "printf", "cat", "cp", "mv", "ln", "rm", "mkdir", "touch", "chmod", "chown",
+        "ls", "sleep", "dirname", "basename", "set", "export", "unset", "readonly", "local", "exit", "return",
+        "true", "false", ":", "source", ".", "shift", "grep", "sed", "awk", "head", "tail", "tee", "wc", "sort",
+        "cut", "tr", "date", "lsmod", "read", "wait", "trap",
+    }
+)  # fmt: skip
+_SHELL_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time"})
+_COMMAND_BREAK = re.compile(r"\$\(|`|&&|\|\||(?<![<>])&|[;|\n]")  # not the & of 2>&1
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+# Quoted words (whose `;` and spaces are no command's) and comments, leftmost first: a quote inside a comment, or a
+# `#` inside a quote, is part of the one that started first.
+_QUOTED_OR_COMMENT = re.compile(r""""(?:[^"\\]|\\.)*"|'[^']*'|(?:^|(?<=\s))#[^\n]*""", re.MULTILINE)
+
+
+def _program_started(script: str) -> Optional[str]:
+    """The first program a shell text starts (an `exec`'s, or any command beyond the shell's and the file tools'),
+    or None when it only waits, logs and copies files."""
+    script = _QUOTED_OR_COMMENT.sub(lambda found: "" if found[0][0] == "#" else f"{found[0][0]}_{found[0][0]}", script)
+    for piece in _COMMAND_BREAK.split(script):
+        words = piece.split()
+        while words and (words[0] in _SHELL_KEYWORDS or _ASSIGNMENT.match(words[0]) or words[0].endswith(")")):
+            words.pop(0)  # keywords, NAME=value prefixes, a case pattern's `value)`
+        if not words or words[0] in ("for", "case", "in", "select", "esac", ";;") or words[0][0] in "<>0123456789":
+            continue
+        if words[0] == "exec":
+            program = next((word for word in words[1:] if word[0] not in "<>0123456789"), None)
+            if program is not None:
+                return program
+            continue
+        if words[0].strip("\"'") not in _FILE_COMMANDS:
+            return words[0]
+    return None
+
+
+def _driver_ready_use(text: str) -> Optional[str]:
+    """The program a shell text starts with the root it sourced from `driver-ready`, or None."""
+    for found in _SOURCES.finditer(text):
+        if found["file"] == DRIVER_READY:
+            return _program_started(text[found.end() :])
     return None
 
 
@@ -153,19 +199,20 @@ def driver_root_from_validation_marker(value: Any, context: Context) -> Iterator
     driver-root variable: `DRIVER_ROOT`, `CONTAINER_DRIVER_ROOT`, `driver_root`) from the GPU Operator's
     validation markers: a test of a marker that chooses the root
     (`[[ -f /run/nvidia/validations/host-driver-ready ]] && driver_root=/ || driver_root=/run/nvidia/driver`),
-    sourcing a marker (`. /run/nvidia/validations/driver-ready`, `source …`), or reading one into the variable.
-    A loop that only waits for a marker (`until [ -f /run/nvidia/validations/toolkit-ready ]; do …; done`)
-    chooses nothing and is not reported.
+    sourcing a file there other than the validator's `driver-ready` (`source …`, `. …`), or reading one into the
+    variable. A loop that only waits for a marker (`until [ -f /run/nvidia/validations/toolkit-ready ]; do …;
+    done`) chooses nothing and is not reported; sourcing `driver-ready`, as the GPU Operator's entrypoints do
+    since 24.6, is K8S022's.
 
     ## Why it matters
     The markers are written by the GPU Operator's validator as it validates, and removed only by the preStop
     hook of its main container: a validator that fails in an init container leaves the previous ones behind, and
     the driver validation deletes and rewrites its own marker while it runs (NVIDIA/gpu-operator #508). A
-    container that starts in that window takes the wrong driver root, and every GPU pod on the node then fails:
-    "failed to generate spec: lstat /run/nvidia/driver/dev/nvidiactl: no such file or directory". Since GPU
-    Operator 24.6 the validator writes one env file, `driver-ready` (`IS_HOST_DRIVER`, `NVIDIA_DRIVER_ROOT`,
-    `DRIVER_ROOT_CTR_PATH`, `NVIDIA_DEV_ROOT`, …; cmd/nvidia-validator `createStatusFile`) that the device
-    plugin, toolkit and MIG manager entrypoints source (assets/state-*/ ConfigMaps): a stale copy still decides.
+    container that starts in that window takes the wrong driver root from whichever empty marker exists, and
+    every GPU pod on the node then fails: "failed to generate spec: lstat /run/nvidia/driver/dev/nvidiactl: no
+    such file or directory". The GPU Operator's entrypoints chose so until 24.3 (the device plugin's and MIG
+    manager's `host-driver-ready` / `driver-ready` test); since 24.6 they source the one env file the validator
+    writes whole once the driver is validated (K8S022).
 
     ## Example
     The device plugin's command of GPU Operator 22.9: `[[ -f /run/nvidia/validations/host-driver-ready ]] &&
@@ -177,44 +224,92 @@ def driver_root_from_validation_marker(value: Any, context: Context) -> Iterator
     a host driver) and `hostPaths.driverInstallDir`, or `NVIDIA_DRIVER_ROOT` in the container's `env`. Remove
     stale markers from the node (`nvidia-oci-hook doctor --fix`).
     """
+    reported: set[str] = set()
+    for pointer, where, text in _shell_texts(value, context):
+        how = _marker_choice(text)
+        if how is not None and pointer not in reported:
+            reported.add(pointer)
+            yield Problem(
+                pointer,
+                f"{where}{how}: a marker a failed or restarting GPU Operator validator leaves behind then decides "
+                "the driver root, and with the wrong one every GPU pod on the node fails "
+                f"('{LSTAT_FAILURE}')",
+                "set the driver root explicitly (GPU Operator driver.enabled / hostPaths.driverInstallDir, or "
+                "NVIDIA_DRIVER_ROOT in env from the node's known install); `nvidia-oci-hook doctor --fix` removes "
+                "stale markers",
+            )
+
+
+def _shell_texts(value: Any, context: Context) -> Iterator[tuple[str, str, str]]:
+    """(pointer, where, text) of each container's command and args entries, and of each ConfigMap script an
+    entry runs (at the entry's pointer, after its own text)."""
     for template in document_templates(value, context):
         for container in template.containers():
             scripts: Optional[dict[str, tuple[str, str]]] = None
             for pointer, text in container.command_line():
-                how = _marker_choice(text)
-                where = ""
-                if how is None:
-                    if scripts is None:
-                        scripts = _mounted_scripts(container, value, context)
-                    for path, (origin, script) in scripts.items():
-                        if re.search(rf"(?<![\w/.-]){re.escape(path)}(?![\w/.-])", text):
-                            how = _marker_choice(script)
-                            if how is not None:
-                                where = f"runs {path} ({origin}), which "
-                                break
-                if how is None:
+                yield pointer, "", text
+                if "/" not in text:
                     continue
-                yield Problem(
-                    pointer,
-                    f"{where}{how}: a marker a failed or restarting GPU Operator validator leaves behind then decides "
-                    "the driver root, and with the wrong one every GPU pod on the node fails "
-                    f"('{LSTAT_FAILURE}')",
-                    "set the driver root explicitly (GPU Operator driver.enabled / hostPaths.driverInstallDir, or "
-                    "NVIDIA_DRIVER_ROOT in env from the node's known install); `nvidia-oci-hook doctor --fix` removes "
-                    "stale markers",
-                )
+                if scripts is None:
+                    scripts = _mounted_scripts(container, value, context)
+                for path, (origin, script) in scripts.items():
+                    if re.search(rf"(?<![\w/.-]){re.escape(path)}(?![\w/.-])", text):
+                        yield pointer, f"runs {path} ({origin}), which ", script
+
+
+@rule("K8S022", "driver-root-from-driver-ready", Severity.WARNING, [KUBERNETES])
+def driver_root_from_driver_ready(value: Any, context: Context) -> Iterator[Problem]:
+    """A container takes its NVIDIA driver root from the GPU Operator's `driver-ready` file and starts a program
+    with it.
+
+    ## What it checks
+    Each `command` and `args` entry of every container, and the script it runs from a mounted ConfigMap (as
+    K8S002 finds it), for a shell that sources `/run/nvidia/validations/driver-ready` and then starts a program:
+    an `exec`, or any command beyond the shell's own and the file tools (`cat`, `cp`, `mkdir`, `sleep`, …).
+    The entrypoints of the GPU Operator's container toolkit, device plugin and MIG manager do exactly this since
+    24.6. A script that sources the file only to find the driver's files and copy one (the IMEX init container
+    of the GPU feature discovery in 24.9) starts nothing with the root and is not reported.
+
+    ## Why it matters
+    The file is not the two-marker guess of older releases (K8S002): the validator deletes it when it starts
+    validating the driver and writes it whole, through a rename, only once the driver is validated
+    (`IS_HOST_DRIVER`, `NVIDIA_DRIVER_ROOT`, `DRIVER_ROOT_CTR_PATH`, `NVIDIA_DEV_ROOT`, …; validator
+    `Driver.validate`), so a container never reads half a file or the marker of a failed run. It can still be
+    stale in one window: the node's driver changes (a host driver installed or removed, `driver.enabled`
+    switched) while the old file stays, and this container restarts before the validator has run again. The
+    program then takes the old root, and GPU pods fail: "failed to generate spec: lstat
+    /run/nvidia/driver/dev/nvidiactl: no such file or directory". On a node whose driver does not change the
+    file is right; nothing in NVIDIA's entrypoint is for the user to change, hence a warning.
+
+    ## Example
+    The device plugin's entrypoint of GPU Operator 24.6 to 26.7 (ConfigMap `nvidia-device-plugin-entrypoint`):
+    `until [ -f /run/nvidia/validations/driver-ready ]; do sleep 5; done; set -o allexport;
+    . /run/nvidia/validations/driver-ready; exec nvidia-device-plugin`.
+
+    ## Fix
+    When the node's driver changes, restart the validator (`nvidia-operator-validator`) before these pods, or
+    remove `/run/nvidia/validations/driver-ready` so that they wait for the new one; `nvidia-oci-hook doctor`
+    compares the file with where the driver really is (NODE001).
+    """
+    reported: set[str] = set()
+    for pointer, where, text in _shell_texts(value, context):
+        program = _driver_ready_use(text)
+        if program is None or pointer in reported:
+            continue
+        reported.add(pointer)
+        yield Problem(
+            pointer,
+            f"{where}sources {DRIVER_READY} and starts {program} with the NVIDIA_DRIVER_ROOT in it: the validator "
+            "deletes that file when it validates the driver and writes it whole once the driver is validated, so "
+            "the root is stale only when the node's driver changes (host driver installed or removed, "
+            "driver.enabled switched) and this container restarts before the validator has run again; GPU pods "
+            f"then fail ('{LSTAT_FAILURE}')",
+            f"after a change of the node's driver, restart nvidia-operator-validator first, or remove "
+            f"{DRIVER_READY}; `nvidia-oci-hook doctor` compares the file with the node",
+        )
 
 
 # -- NVIDIA_* in env ---------------------------------------------------------------------------------------------
-
-
-def _literal(entry: EnvVar) -> Optional[str]:
-    """The value kubelet gives the variable when the manifest alone tells it, else None (valueFrom, or a
-    `$(VAR)` reference kubelet expands)."""
-    if entry.from_source:
-        return None
-    text = entry.value if entry.value is not None else ""  # a name without value or valueFrom: ""
-    return None if "$(" in text else text
 
 
 def _value_pointer(entry: EnvVar) -> str:
@@ -286,7 +381,7 @@ def nvidia_visible_devices_without_gpu_request(value: Any, context: Context) -> 
             env = _env(container)
             visible = env.get(VISIBLE_DEVICES)
             if visible is not None:
-                text = _literal(visible)
+                text = visible.literal
                 if text is None or visible_devices({VISIBLE_DEVICES: text}).kind not in ("all", "list"):
                     continue
                 yield Problem(
@@ -301,7 +396,7 @@ def nvidia_visible_devices_without_gpu_request(value: Any, context: Context) -> 
                 continue
             for name in (*GPU_VARIABLES[1:], *(entry.name for entry in _requirement_entries(env))):
                 entry = env.get(name)
-                text = None if entry is None else _literal(entry)
+                text = None if entry is None else entry.literal
                 if entry is None or not text:
                     continue
                 yield Problem(
@@ -350,7 +445,7 @@ def nvidia_visible_devices_overrides_allocation(value: Any, context: Context) ->
             entry = _env(container).get(VISIBLE_DEVICES)
             if entry is None:
                 continue
-            text = _literal(entry)
+            text = entry.literal
             shown = f"{VISIBLE_DEVICES}={text}" if text is not None else f"{VISIBLE_DEVICES} (valueFrom)"
             if text is None:
                 gets = "the GPUs that value names"
@@ -411,7 +506,7 @@ def nvidia_variable_invalid(value: Any, context: Context) -> Iterator[Problem]:
     for template in document_templates(value, context):
         for container in template.containers():
             env = _env(container)
-            literal = {name: text for name, entry in env.items() if (text := _literal(entry)) is not None}
+            literal = {name: text for name, entry in env.items() if (text := entry.literal) is not None}
             if VISIBLE_DEVICES in literal and visible_devices(literal).kind == "void":
                 continue  # not a GPU container: NVIDIA's hook reads none of the others
             yield from _capability_problems(env, literal)
