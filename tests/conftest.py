@@ -47,21 +47,6 @@ SERIAL_LANES = {
     ),
 }
 SERIAL = tuple(path for paths in SERIAL_LANES.values() for path in paths)
-# The longest of the other modules (minutes of a CI run, measured per interpreter), handed out right after the
-# lanes: xdist gives each worker its first units in collection order, and a long module dealt out last leaves one
-# worker running it alone at the end.
-LONGEST_FIRST = (
-    "tests/node/test_host_root_escapes.py",
-    "tests/cdi/test_reference.py",
-    "tests/cli/test_real_specs.py",
-    "tests/documents/test_schema_agreement.py",
-    "tests/runtime/test_create_precheck.py",
-    "tests/cli/test_robustness.py",
-    "tests/kubernetes/test_pre_commit.py",
-    "tests/runtime/test_hook_front.py",
-    "tests/cdi/test_model.py",
-    "tests/containerd/test_rules.py",
-)
 # scripts/test runs three interpreters side by side, and some of these suites judge what runs on the whole machine
 # (doctor's gpu-access reads every runc container's state; the kubelet's node, cdi resolve and lint --node find
 # the running daemons in /proc): while one of those runs, nothing else may hold a daemon or a container. A
@@ -107,15 +92,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not hasattr(config, "workerinput"):  # not a worker of a distributed run
         return
     serial = []
-    longest: dict[str, list[pytest.Item]] = {path: [] for path in LONGEST_FIRST}
     others = []
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         lane = next((name for name, paths in SERIAL_LANES.items() if path.startswith(paths)), None)
         item.add_marker(pytest.mark.xdist_group(lane or path))
-        (serial if lane else longest.get(path, others)).append(item)
+        (serial if lane else others).append(item)
+    # Within a lane, the modules that hold the machine alone come last: the other runs' serial modules, which
+    # they must wait for, are over by then, more often than not.
+    serial.sort(key=lambda item: item.nodeid.startswith(WHOLE_MACHINE))
     # The lanes are the longest units: they start first, so that the other units fill the time around them.
-    items[:] = serial + [item for path in LONGEST_FIRST for item in longest[path]] + others
+    items[:] = serial + others
 
 
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
