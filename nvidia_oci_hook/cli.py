@@ -176,6 +176,12 @@ def cli(ctx: click.Context, config_path: Optional[str], debug: bool) -> None:
     metavar="NAME",
     help="With --node: the runtime handler the pods' sandboxes are asked of [default: their RuntimeClass's].",
 )
+@click.option(
+    "--gpu-operator-version",
+    metavar="VERSION",
+    help="The GPU Operator release (24.3 to 26.7) a ClusterPolicy is rendered as [default: the one the input's "
+    "operator image or chart labels name, else the newest].",
+)
 @_engine_config_options
 @click.pass_context
 def lint(
@@ -198,6 +204,7 @@ def lint(
     crio_config_dir: Optional[str],
     kubernetes_version: Optional[str],
     runtime_handler: Optional[str],
+    gpu_operator_version: Optional[str],
 ) -> None:
     """Lint container specs and the documents that shape them; '-' reads standard input.
 
@@ -238,6 +245,7 @@ def lint(
         kubernetes_version=_kubernetes_version(kubernetes_version),
         runtime_handler=runtime_handler,
         toolkit_release=_toolkit_release(engines),
+        gpu_operator_version=_gpu_operator_version(gpu_operator_version),
     )
     if runtime_handler and not node:
         raise click.UsageError("--runtime-handler goes with --node")
@@ -305,6 +313,21 @@ def _kubernetes_version(text: Optional[str]) -> Optional[str]:
             f"{text!r} is not a Kubernetes release such as 1.32", param_hint="--kubernetes-version"
         )
     return f"{match.group(1)}.{int(match.group(2))}"
+
+
+def _gpu_operator_version(text: Optional[str]) -> Optional[str]:
+    """The modelled GPU Operator release --gpu-operator-version names (`v24.9.2` and `24.9` alike)."""
+    if text is None:
+        return None
+    from nvidia_oci_hook.kinds.kubernetes.gpu_operator import RELEASES, release_named
+
+    release = release_named(text)
+    if release is None:
+        raise click.BadParameter(
+            f"{text!r} is not a GPU Operator release this tool models ({', '.join(RELEASES)})",
+            param_hint="--gpu-operator-version",
+        )
+    return release
 
 
 def _cri_engine(engines: tuple[str, ...]) -> Optional[str]:

@@ -53,6 +53,9 @@ class LintOptions:
     # The NVIDIA Container Toolkit release its config.toml is judged as (--engine nvidia-container-toolkit=VERSION);
     # none: the release found on the node with --node, else the newest modelled.
     toolkit_release: Optional[str] = None
+    # The GPU Operator release a ClusterPolicy is rendered as (--gpu-operator-version); none: the stream's, else
+    # the newest modelled.
+    gpu_operator_version: Optional[str] = None
 
 
 @dataclass
@@ -215,6 +218,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
     Raises io.ReadError for a path that cannot be read at all.
     """
     from nvidia_oci_hook.kinds.kubernetes import run_manifests
+    from nvidia_oci_hook.kinds.kubernetes.objects import OperatorChoice
 
     rules = active_rules(options)
     host = None if options.offline else HostView(options.host_root)
@@ -230,6 +234,7 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
             kubernetes_version=options.kubernetes_version,
             runtime_handler=options.runtime_handler,
             toolkit_release=options.toolkit_release,
+            gpu_operator_version=options.gpu_operator_version,
         )
 
     def loader(path: str, kind: str) -> Document:
@@ -263,7 +268,10 @@ def lint_paths(paths: Sequence[str], options: LintOptions) -> LintRun:
             continue
         documents.append(load_file(path, options.kind, options))
     collections = [directory_kind.read(group, loader) for directory_kind, group in directories.values()]
-    manifests = run_manifests([*documents, *(member for c in collections for member in c.documents)])
+    manifests = run_manifests(
+        [*documents, *(member for c in collections for member in c.documents)],
+        OperatorChoice(options.gpu_operator_version, options.cri_engine),
+    )
     if manifests is not None:
         pod_node = None
         if options.node and host is not None and any(t is not None for t in manifests.templates()):

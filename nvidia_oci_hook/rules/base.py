@@ -76,6 +76,9 @@ class Context:
     # The NVIDIA Container Toolkit release its config.toml is judged as (--engine nvidia-container-toolkit=VERSION,
     # the node's); None: the newest modelled.
     toolkit_release: Optional[str] = None
+    # The GPU Operator release a ClusterPolicy is rendered as (--gpu-operator-version); None: the stream's, else
+    # the newest modelled.
+    gpu_operator_version: Optional[str] = None
     # The document being linted, for the rules that quote a position the way its own reader prints it.
     document: Optional[Any] = None
     memo: dict[str, Any] = field(default_factory=dict)

@@ -13,10 +13,21 @@ from typing import Any, Optional
 
 from nvidia_oci_hook.findings import Problem
 from nvidia_oci_hook.kinds.document import Document, Kind, register_kind
-from nvidia_oci_hook.kinds.kubernetes.objects import Manifests, container_at, ignored_codes, object_at, objects
+from nvidia_oci_hook.kinds.kubernetes.objects import (
+    CLUSTER_POLICY,
+    Manifests,
+    OperatorChoice,
+    container_at,
+    ignored_codes,
+    object_at,
+    objects,
+)
 from nvidia_oci_hook.kinds.kubernetes.stream import looks_like_manifests, read_stream
 
 KUBERNETES = "kubernetes"
+# The mark of a GPU Operator operand's pointer (gpu_operator.py); kept here so that a stream without a
+# ClusterPolicy never imports that module.
+DERIVED = "/~gpu-operator/"
 # `kubectl get pods -A -o yaml` of a 20,000-pod cluster is about 250 MB.
 MANIFEST_MAX_BYTES = 256 * 1024 * 1024
 
@@ -32,6 +43,10 @@ def attribute(stream: Any, code: str, problem: Problem) -> Optional[Problem]:
     obj = object_at(stream, problem.pointer)
     if obj is None:
         return problem
+    if obj.kind == CLUSTER_POLICY and DERIVED in problem.pointer:
+        from nvidia_oci_hook.kinds.kubernetes.gpu_operator import relocated
+
+        problem = relocated(stream, obj.pointer, obj.value, problem)
     ignored = obj.ignored
     template = obj.template
     if template is not None and problem.pointer.startswith(template.pointer + "/"):
@@ -45,13 +60,13 @@ def attribute(stream: Any, code: str, problem: Problem) -> Optional[Problem]:
     return dataclasses.replace(problem, message=f"{subject}: {problem.message}")
 
 
-def run_manifests(documents: Sequence[Document]) -> Optional[Manifests]:
+def run_manifests(documents: Sequence[Document], operator: Optional[OperatorChoice] = None) -> Optional[Manifests]:
     """Every Kubernetes object of the documents given in one run, for the rules that judge one object by others
     (a RuntimeClass a pod names may be in another file); None where none is a manifest stream."""
     streams = [document for document in documents if document.kind == KUBERNETES and document.parsed]
     if not streams:
         return None
-    return Manifests([obj for document in streams for obj in objects(document.value, document.path)])
+    return Manifests([obj for document in streams for obj in objects(document.value, document.path, operator)])
 
 
 register_kind(

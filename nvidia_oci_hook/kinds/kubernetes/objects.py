@@ -35,6 +35,9 @@ RUNTIME_CLASS = "RuntimeClass"
 # A ConfigMap holds what other objects mount: an entrypoint script in the GPU Operator's assets is in a file of
 # its own, beside the DaemonSet that runs it.
 CONFIG_MAP = "ConfigMap"
+# The GPU Operator's configuration, judged through the operands it renders (gpu_operator.py).
+CLUSTER_POLICY = "ClusterPolicy"
+OPERATOR_GROUP = "nvidia.com"
 DRA_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
 # The resource.k8s.io versions that serve the DRA kinds judged here (structured parameters, Kubernetes 1.32+).
 DRA_VERSIONS = frozenset({"v1beta1", "v1beta2", "v1"})
@@ -432,23 +435,46 @@ def _object(pointer: str, value: Any, path: str = "") -> Optional[KubeObject]:
         return KubeObject(pointer, api_version, kind, value, path)
     if kind == CONFIG_MAP and api_version == "v1":
         return KubeObject(pointer, api_version, kind, value, path)
+    if kind == CLUSTER_POLICY and group == OPERATOR_GROUP:
+        return KubeObject(pointer, api_version, kind, value, path)
     return None
 
 
-def objects(stream: Any, path: str = "") -> Iterator[KubeObject]:
+@dataclass(frozen=True)
+class OperatorChoice:
+    """How a ClusterPolicy's operands are rendered: the GPU Operator release (--gpu-operator-version; None: the
+    one the stream names, else the newest) and the nodes' engine (--engine; None: containerd and cri-o both)."""
+
+    release: Optional[str] = None
+    engine: Optional[str] = None
+
+
+def _with_operands(found: KubeObject, stream: Any, path: str, choice: Optional[OperatorChoice]) -> Iterator[KubeObject]:
+    """The object, and after a ClusterPolicy the operands its GPU Operator release renders from it."""
+    yield found
+    if found.kind == CLUSTER_POLICY:
+        from nvidia_oci_hook.kinds.kubernetes.gpu_operator import operands
+
+        choice = choice or OperatorChoice()
+        for pointer, operand in operands(stream, found.pointer, found.value, choice.release, choice.engine):
+            yield KubeObject(pointer, "apps/v1", "DaemonSet", operand.value, path)
+
+
+def objects(stream: Any, path: str = "", operator: Optional[OperatorChoice] = None) -> Iterator[KubeObject]:
     """Every object of the stream this tool judges, in stream order; `kind: List` items (kubectl's `-o yaml`)
-    and the items of a `*List` kind (`PodList`) are objects too. Other objects are passed over."""
+    and the items of a `*List` kind (`PodList`) are objects too, and after a ClusterPolicy the operands the GPU
+    Operator renders from it (rendered as `operator` says). Other objects are passed over."""
     for index, value in enumerate(_list(stream)):
         pointer = f"/{index}"
         found = _object(pointer, value, path)
         if found is not None:
-            yield found
+            yield from _with_operands(found, stream, path, operator)
             continue
         if isinstance(value, dict) and _text(value.get("kind")).endswith("List"):
             for item_index, item in enumerate(_list(value.get("items"))):
                 item_found = _object(f"{pointer}/items/{item_index}", item, path)
                 if item_found is not None:
-                    yield item_found
+                    yield from _with_operands(item_found, stream, path, operator)
 
 
 @dataclass

@@ -6,7 +6,14 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from nvidia_oci_hook.kinds.kubernetes.objects import Container, KubeObject, Manifests, PodTemplate, objects
+from nvidia_oci_hook.kinds.kubernetes.objects import (
+    Container,
+    KubeObject,
+    Manifests,
+    OperatorChoice,
+    PodTemplate,
+    objects,
+)
 from nvidia_oci_hook.rules.base import Context
 
 # NVIDIA's GPU components by the image they run (NGC and GitHub registries, the projects' own names).
@@ -30,7 +37,9 @@ def document_objects(value: Any, context: Context) -> list[KubeObject]:
             walked = context.manifests.in_file(context.document_path)
             if walked is not None:
                 return walked
-        return list(objects(value, context.document_path))
+        return list(
+            objects(value, context.document_path, OperatorChoice(context.gpu_operator_version, context.cri_engine))
+        )
 
     return context.cached("k8s-objects", build)  # type: ignore[no-any-return]
 

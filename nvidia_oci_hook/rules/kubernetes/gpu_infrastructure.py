@@ -226,6 +226,17 @@ def _configures_containerd(container: Container) -> Optional[EnvVar]:
     return runtime
 
 
+# The toolkit image's release in its tag (`container-toolkit:v1.17.8-ubuntu20.04`).
+_TOOLKIT_TAG = re.compile(r":v?(\d+)\.(\d+)\.\d+")
+
+
+def _reads_config_sources(container: Container) -> bool:
+    """Whether the toolkit reads RUNTIME_CONFIG_SOURCE(S): its installer does from 1.18 (nvidia-ctk-installer);
+    an image whose tag says nothing is taken to."""
+    release = _TOOLKIT_TAG.search(container.image)
+    return release is None or (int(release[1]), int(release[2])) >= (1, 18)
+
+
 def _config_sources(container: Container) -> Optional[EnvVar]:
     """The entry the installer reads its config sources from (RUNTIME_CONFIG_SOURCES before _SOURCE)."""
     return container.env_value("RUNTIME_CONFIG_SOURCES") or container.env_value("RUNTIME_CONFIG_SOURCE")
@@ -239,7 +250,9 @@ def toolkit_config_source_command(value: Any, context: Context) -> Iterator[Prob
     A container running NVIDIA's container toolkit image with `RUNTIME=containerd` (the GPU Operator's
     `nvidia-container-toolkit-ctr`) whose config sources (`RUNTIME_CONFIG_SOURCE`, or `_SOURCES`) are unset
     (the installer's default is `command,file`) or begin with `command`. Not where the toolkit leaves
-    containerd's configuration alone (`ENABLE_NRI_PLUGIN=true`, `NO_RUNTIME_CONFIG=true`).
+    containerd's configuration alone (`ENABLE_NRI_PLUGIN=true`, `NO_RUNTIME_CONFIG=true`), nor for an image
+    tagged before 1.18, whose installer reads the file only. A ClusterPolicy is judged through the toolkit
+    DaemonSet its GPU Operator release renders: from 25.10 its stock toolkit gets this warning.
 
     ## Why it matters
     The installer (`nvidia-ctk-installer`, toolkit 1.18 and later, GPU Operator 25.10 and later) loads the
@@ -263,6 +276,8 @@ def toolkit_config_source_command(value: Any, context: Context) -> Iterator[Prob
     for container in toolkit_containers(document_templates(value, context)):
         runtime = _configures_containerd(container)
         if runtime is None:
+            continue
+        if not _reads_config_sources(container):
             continue
         sources = _config_sources(container)
         if sources is not None and (sources.from_source or sources.value is None):
@@ -291,8 +306,8 @@ def toolkit_config_is_template(value: Any, context: Context) -> Iterator[Problem
     ## What it checks
     A container running NVIDIA's container toolkit image (`RUNTIME` unset or `containerd`, not in NRI mode)
     whose containerd config (`RUNTIME_CONFIG`, else `CONTAINERD_CONFIG`) or a `file=` config source of
-    `RUNTIME_CONFIG_SOURCE` ends in `.tmpl`: k3s's and RKE2's `config.toml.tmpl` and `config-v3.toml.tmpl`
-    under `/var/lib/rancher/*/agent/etc/containerd/`.
+    `RUNTIME_CONFIG_SOURCE` (read from toolkit 1.18) ends in `.tmpl`: k3s's and RKE2's `config.toml.tmpl` and
+    `config-v3.toml.tmpl` under `/var/lib/rancher/*/agent/etc/containerd/`.
 
     ## Why it matters
     The toolkit reads and writes that file as plain TOML: neither the toolkit (`nvidia-ctk-installer`, up to
@@ -325,7 +340,7 @@ def toolkit_config_is_template(value: Any, context: Context) -> Iterator[Problem
         if config is not None and (config.value or "").strip().endswith(".tmpl"):
             found.append((config, (config.value or "").strip()))
         sources = _config_sources(container)
-        if sources is not None:
+        if sources is not None and _reads_config_sources(container):
             for source in (sources.value or "").split(","):
                 kind, _, path = source.partition("=")
                 if kind.strip() == "file" and path.strip().endswith(".tmpl"):
