@@ -257,6 +257,19 @@ def test_bad_input_is_one_line(fake_host: FakeHost, tmp_path: Path, capsys: pyte
     assert main(["pod", "--host-root", str(fake_host.root), str(tmp_path / "absent.yaml")]) == 2
 
 
+# The GPU Operator's configuration, as `kubectl get clusterpolicy -o yaml` gives it.
+CLUSTER_POLICY = """\
+apiVersion: nvidia.com/v1
+kind: ClusterPolicy
+metadata:
+  name: cluster-policy
+  labels: {app.kubernetes.io/version: v25.10.0}
+spec:
+  cdi: {enabled: true}
+  driver: {enabled: false}
+"""
+
+
 @dataclass(frozen=True)
 class NodeCase:
     """A K8S rule of the node: its trigger and clean twin are node states for one manifest."""
@@ -280,6 +293,8 @@ CASES = [
              lambda h: crio(plugin_answered(host_driver(h), devices=()), CRIO_NVIDIA_DEFAULT), line=LIMIT_LINE),
     NodeCase("K8S105", TRAINER, lambda h: crio(plugin_socket(host_driver(h))),
              lambda h: crio(plugin_answered(host_driver(h))), line=LIMIT_LINE),
+    NodeCase("K8S106", CLUSTER_POLICY, containerd("1.7.24~ds1-6", CONTAINERD_17_CDI_OFF), containerd("1.7.24~ds1-6"),
+             line=CLUSTER_POLICY.splitlines().index("  cdi: {enabled: true}") + 1),
 ]  # fmt: skip
 
 
@@ -416,3 +431,22 @@ def test_a_dra_claims_cdi_names_come_from_the_kubelets_dra_checkpoint(
     assert container["verdict"] == ("runs-as-asked" if defined else "refused"), container["reasons"]
     if not defined:
         assert [f["code"] for f in container["findings"]] == ["REC001"]
+
+
+@pytest.mark.parametrize(
+    ("release", "cdi", "fires"),
+    [("v26.7.0", "{}", True), ("v25.3.0", "{enabled: true}", False), ("v26.7.0", "{enabled: false}", False)],
+)
+def test_k8s106_only_where_the_release_leaves_gpus_to_cdi_alone(
+    release: str, cdi: str, fires: bool, tmp_path: Path, as_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Up to 25.3 the device plugin keeps envvar beside cdi-annotations and NVIDIA's runtime stays the default;
+    from 25.10 CDI is on unless cdi.enabled says otherwise."""
+    manifest = CLUSTER_POLICY.replace("v25.10.0", release).replace("{enabled: true}", cdi)
+    host = containerd("1.7.24~ds1-6", CONTAINERD_17_CDI_OFF)(FakeHost(tmp_path / "node"))
+    _, findings = lint_node(host, manifest, tmp_path, capsys)
+    found = [finding for finding in findings if finding["code"] == "K8S106"]
+    assert bool(found) == fires, findings
+    if fires:
+        assert f"CDI is on for GPU Operator {release[1:5]}" in found[0]["message"]
+        assert "cdi-annotations,cdi-cri" in found[0]["message"]

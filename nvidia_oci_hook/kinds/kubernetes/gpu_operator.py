@@ -225,6 +225,12 @@ def _origins(env: _Env, component: str, image_origin: str) -> dict[str, str]:
     return found
 
 
+def cdi_setting(pointer: str, policy: dict[str, Any], release: Release) -> tuple[bool, str]:
+    """(whether CDI is on, the pointer of the field that says so) for the ClusterPolicy at pointer."""
+    fields = _Fields(policy, pointer)
+    return _enabled(fields.section("cdi"), release.cdi_by_default), fields.at("cdi", "enabled")
+
+
 def _toolkit(fields: _Fields, release: Release, runtime: str, namespace: str) -> Optional[Operand]:
     section = fields.section("toolkit")
     if not _enabled(section, True):

@@ -144,3 +144,58 @@ def device_plugin_answer_unknown(value: Any, context: Context) -> Iterator[Probl
     (`deviceListStrategy`, the driver root it was given).
     """
     return _node_problems("K8S105", value, context)
+
+
+@rule("K8S106", "cluster-policy-cdi-engine-off", Severity.ERROR, [KUBERNETES], needs_host=True)
+def cluster_policy_cdi_engine_off(value: Any, context: Context) -> Iterator[Problem]:
+    """The GPU Operator's ClusterPolicy turns CDI on, and this node's engine resolves no CDI device (`lint --node`).
+
+    ## What it checks
+    With `--node` and a ClusterPolicy in the input: CDI as its GPU Operator release reads it (`cdi.enabled`, on by
+    default from 25.10) against the engine on this node: containerd 1.6, or a later containerd with CDI off. Only
+    for the releases that then give the device plugin CDI strategies alone (`cdi-annotations,cdi-cri`, 25.10 and
+    later); up to 25.3 `envvar` stays beside `cdi-annotations` and NVIDIA's runtime stays the default, so GPUs still
+    arrive, and nothing is reported.
+
+    ## Why it matters
+    The operator's toolkit turns CDI on in the engine's configuration itself (`CDI_ENABLED=true` makes
+    `nvidia-ctk-installer` write `enable_cdi = true`) and restarts it: a node whose engine still has CDI off is one
+    where that has not happened (the toolkit pod failed or has not run here, or the engine was restarted on another
+    configuration). Meanwhile the device plugin answers with CDI names only, and such an engine drops them without
+    a word: GPU pods run without GPUs (K8S102, measured with a real kubelet on containerd 1.6).
+
+    ## Example
+    GPU Operator 25.10's default ClusterPolicy (`kubectl get clusterpolicy -o yaml | nvidia-oci-hook lint --node -`)
+    on a node whose containerd 1.7 has `enable_cdi` unset.
+
+    ## Fix
+    Find why the toolkit has not configured the engine (`kubectl logs` of the `nvidia-container-toolkit-daemonset`
+    pod on this node), or turn CDI on in the engine (`enable_cdi = true`) and restart it; where nodes must stay
+    without CDI, set `cdi.enabled: false` in the ClusterPolicy.
+    """
+    node = context.pod_node
+    if node is None or node.cdi_off is None:
+        return
+    from nvidia_oci_hook.kinds.kubernetes.gpu_operator import RELEASES, cdi_setting, release_of
+    from nvidia_oci_hook.kinds.kubernetes.objects import CLUSTER_POLICY
+    from nvidia_oci_hook.rules.kubernetes.common import document_objects
+
+    for obj in document_objects(value, context):
+        if obj.kind != CLUSTER_POLICY:
+            continue
+        version, how = release_of(value, obj.value)
+        if context.gpu_operator_version is not None:
+            version, how = context.gpu_operator_version, "as --gpu-operator-version names"
+        release = RELEASES[version]
+        enabled, pointer = cdi_setting(obj.pointer, obj.value, release)
+        if not enabled or "envvar" in release.cdi_strategy.split(","):
+            continue
+        yield Problem(
+            pointer,
+            f"CDI is on for GPU Operator {version} ({how}): its device plugin answers with CDI names only "
+            f"({release.cdi_strategy}) and NVIDIA's runtime is not the default, but this node's {node.label} "
+            f"resolves no CDI name ({node.cdi_off}): the toolkit has not configured it, and GPU pods here run "
+            "without GPUs",
+            "read the nvidia-container-toolkit-daemonset pod's log on this node, or set enable_cdi = true in the "
+            "engine and restart it; cdi.enabled: false where nodes must stay without CDI",
+        )
