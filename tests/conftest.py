@@ -98,9 +98,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         lane = next((name for name, paths in SERIAL_LANES.items() if path.startswith(paths)), None)
         item.add_marker(pytest.mark.xdist_group(lane or path))
         (serial if lane else others).append(item)
-    # Within a lane, the modules that hold the machine alone come last: the other runs' serial modules, which
-    # they must wait for, are over by then, more often than not.
-    serial.sort(key=lambda item: item.nodeid.startswith(WHOLE_MACHINE))
+    # Within a lane, the modules that hold the machine alone run first or last, as scripts/test asks: first in the
+    # runs of the other interpreters, whose lanes are short, last in Debian's, whose lane is the longest unit of the
+    # whole run. Debian's then waits for the others' only at its start, and the others' are over before its own.
+    first = os.environ.get("NVIDIA_OCI_HOOK_TESTS_EXCLUSIVE") == "first"
+    serial.sort(key=lambda item: item.nodeid.startswith(WHOLE_MACHINE) != first)
     # The lanes are the longest units: they start first, so that the other units fill the time around them.
     items[:] = serial + others
 
