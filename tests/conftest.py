@@ -107,6 +107,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = serial + others
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, absent where it is not loaded (-p no:xdist)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """On the controller, as each worker reports its tests: the groups must be in their ids, or xdist scatters
     every module over both workers (each then builds the module's fixtures) and breaks the serial lanes up."""

@@ -24,6 +24,7 @@ left under the directory, removes the cgroups and the directory.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import shlex
 import shutil
@@ -205,12 +206,15 @@ def crio_config(
 
 def build_trees() -> list[str]:
     """Directories of this machine that hold no device node and nothing cri-o runs or reads: the home directory
-    (pyenv's interpreters, caches) and the repository's virtual environments, tools and git store. cri-o walks
-    the whole filesystem for a device whose host path is empty (it joins "" to /); with these out of its view the
-    walk is that of a node's filesystem, not of a build machine's hundreds of thousands of files."""
+    (pyenv's interpreters, caches), the repository's virtual environments, tools and git store, and pytest's
+    temporary directories (the Debian roots and daemon states of every test running beside it; a caller keeps
+    what cri-o needs elsewhere). cri-o walks the whole filesystem for a device whose host path is empty (it joins
+    "" to /); with these out of its view the walk is that of a node's filesystem, not of a build machine's hundreds
+    of thousands of files."""
     home = Path.home()
     trees = [home] if CRIO.resolve().parts[: len(home.parts)] != home.parts else []
     trees += [REPOSITORY / name for name in (".git", ".tools", ".venv", ".venv-py39", ".venv-newest")]
+    trees.append(Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}")
     return [str(tree) for tree in trees if tree.is_dir() and not tree.is_symlink()]
 
 
