@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -112,6 +112,11 @@ def release_of(stream: Any, policy: dict[str, Any]) -> tuple[str, str]:
     return NEWEST, "the newest: the input names no release"
 
 
+def release_for(stream: Any, policy: dict[str, Any], given: Optional[str]) -> tuple[str, str]:
+    """(release, how it was chosen): the one --gpu-operator-version gives, else release_of's."""
+    return (given, "as --gpu-operator-version names") if given is not None else release_of(stream, policy)
+
+
 @dataclass
 class _Env:
     """A container's env as the operator edits it: setContainerEnv replaces a name's value where it is and
@@ -119,21 +124,45 @@ class _Env:
 
     entries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     origins: list[str] = dataclasses.field(default_factory=list)
+    positions: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def set(self, name: str, value: Any, origin: str) -> None:
-        for index, entry in enumerate(self.entries):
-            if entry["name"] == name:
-                self.entries[index] = {"name": name, "value": value}
-                self.origins[index] = origin
-                return
-        self.entries.append({"name": name, "value": value})
-        self.origins.append(origin)
+        index = self.positions.setdefault(name, len(self.entries))
+        if index == len(self.entries):
+            self.entries.append({})
+            self.origins.append("")
+        self.entries[index] = {"name": name, "value": value}
+        self.origins[index] = origin
 
     def get(self, name: str) -> str:
-        for entry in self.entries:
-            if entry["name"] == name and isinstance(entry.get("value"), str):
-                return str(entry["value"])
-        return ""
+        index = self.positions.get(name)
+        value = None if index is None else self.entries[index]["value"]
+        return value if isinstance(value, str) else ""
+
+    def origin(self, name: str) -> Optional[str]:
+        index = self.positions.get(name)
+        return None if index is None else self.origins[index]
+
+
+def _env_in_release_order(
+    base: tuple[tuple[str, str], ...],
+    component: str,
+    section: dict[str, Any],
+    release: Release,
+    operator_env: Callable[[_Env], None],
+) -> _Env:
+    """The assets' env, then the operator's own settings and the user's `env`, in the order the release applies
+    them: from 25.10 the user's last, so that they win."""
+    env = _Env()
+    for name, value in base:
+        env.set(name, value, component)
+    if release.user_env_wins:
+        operator_env(env)
+    for name, value, origin in _user_env(section, component):
+        env.set(name, value, origin)
+    if not release.user_env_wins:
+        operator_env(env)
+    return env
 
 
 @dataclass(frozen=True)
@@ -239,16 +268,9 @@ def _toolkit(fields: _Fields, release: Release, runtime: str, namespace: str) ->
     cdi = fields.section("cdi")
     cdi_on = _enabled(cdi, release.cdi_by_default)
     nri = release.nri_plugin and cdi_on and cdi.get("nriPluginEnabled") is True
-    env = _Env()
-    for name, value in (
-        ("ROOT", "/usr/local/nvidia"),
-        ("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "management.nvidia.com/gpu"),
-        ("NVIDIA_VISIBLE_DEVICES", "void"),
-    ):
-        env.set(name, value, component)
     cdi_origin = fields.at("cdi", "enabled")
 
-    def cdi_env() -> None:
+    def cdi_env(env: _Env) -> None:
         if not cdi_on:
             if runtime == "crio" and release.user_env_wins:
                 env.set("CRIO_CONFIG_MODE", "hook", cdi_origin)
@@ -261,12 +283,12 @@ def _toolkit(fields: _Fields, release: Release, runtime: str, namespace: str) ->
         if nri:
             env.set("ENABLE_NRI_PLUGIN", "true", fields.at("cdi", "nriPluginEnabled"))
 
-    if release.user_env_wins:
-        cdi_env()
-    for name, value, origin in _user_env(section, component):
-        env.set(name, value, origin)
-    if not release.user_env_wins:
-        cdi_env()
+    base = (
+        ("ROOT", "/usr/local/nvidia"),
+        ("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "management.nvidia.com/gpu"),
+        ("NVIDIA_VISIBLE_DEVICES", "void"),
+    )
+    env = _env_in_release_order(base, component, section, release, cdi_env)
     install_dir = section.get("installDir")
     if isinstance(install_dir, str) and install_dir not in ("", "/usr/local/nvidia"):
         env.set("ROOT", install_dir, fields.at("toolkit", "installDir"))
@@ -278,15 +300,13 @@ def _toolkit(fields: _Fields, release: Release, runtime: str, namespace: str) ->
     if not nri:
         variable = "CONTAINERD_CONFIG" if runtime == "containerd" else "CRIO_CONFIG"
         default = "/etc/containerd/config.toml" if runtime == "containerd" else "/etc/crio/crio.conf"
-        given = env.get(variable) or env.get("RUNTIME_CONFIG")
-        origin = next((o for e, o in zip(env.entries, env.origins) if e["name"] in (variable, "RUNTIME_CONFIG")), "")
-        host_config = given or default
-        origin = origin or component
+        named = variable if env.get(variable) else "RUNTIME_CONFIG"
+        host_config = env.get(named) or default
+        origin = (env.origin(named) if env.get(named) else None) or component
         if runtime == "containerd":
             runtime_class = _mapping(fields.spec.get("operator")).get("runtimeClass")
-            env.set(
-                "CONTAINERD_RUNTIME_CLASS", runtime_class if isinstance(runtime_class, str) else "nvidia", component
-            )
+            handler = runtime_class if isinstance(runtime_class, str) and runtime_class else "nvidia"
+            env.set("CONTAINERD_RUNTIME_CLASS", handler, component)
         inside = "/runtime/config-dir/" + posixpath.basename(host_config)
         env.set("RUNTIME_CONFIG", inside, origin)
         env.set(variable, inside, origin)
@@ -300,8 +320,7 @@ def _toolkit(fields: _Fields, release: Release, runtime: str, namespace: str) ->
                 else part
                 for part in sources.split(",")
             )
-            index = next(i for i, entry in enumerate(env.entries) if entry["name"] == "RUNTIME_CONFIG_SOURCE")
-            env.set("RUNTIME_CONFIG_SOURCE", rewritten, env.origins[index])
+            env.set("RUNTIME_CONFIG_SOURCE", rewritten, env.origin("RUNTIME_CONFIG_SOURCE") or component)
     image = _image(section, "nvcr.io/nvidia/k8s", "container-toolkit", release.toolkit_version)
     container = {
         "name": "nvidia-container-toolkit-ctr",
@@ -323,29 +342,22 @@ def _device_plugin(fields: _Fields, release: Release, namespace: str) -> Optiona
         return None
     component = fields.at("devicePlugin")
     cdi_on = _enabled(fields.section("cdi"), release.cdi_by_default)
-    env = _Env()
-    for name, value in (
+    cdi_origin = fields.at("cdi", "enabled")
+
+    def cdi_env(env: _Env) -> None:
+        if cdi_on:
+            env.set("CDI_ENABLED", "true", cdi_origin)
+            env.set("DEVICE_LIST_STRATEGY", release.cdi_strategy, cdi_origin)
+
+    base = (
         ("PASS_DEVICE_SPECS", "true"),
         ("FAIL_ON_INIT_ERROR", "true"),
         ("DEVICE_LIST_STRATEGY", "envvar"),
         ("DEVICE_ID_STRATEGY", "uuid"),
         ("NVIDIA_VISIBLE_DEVICES", "all"),
         ("NVIDIA_DRIVER_CAPABILITIES", "all"),
-    ):
-        env.set(name, value, component)
-    cdi_origin = fields.at("cdi", "enabled")
-
-    def cdi_env() -> None:
-        if cdi_on:
-            env.set("CDI_ENABLED", "true", cdi_origin)
-            env.set("DEVICE_LIST_STRATEGY", release.cdi_strategy, cdi_origin)
-
-    if release.user_env_wins:
-        cdi_env()
-    for name, value, origin in _user_env(section, component):
-        env.set(name, value, origin)
-    if not release.user_env_wins:
-        cdi_env()
+    )
+    env = _env_in_release_order(base, component, section, release, cdi_env)
     container: dict[str, Any] = {
         "name": "nvidia-device-plugin",
         "image": _image(section, "nvcr.io/nvidia", "k8s-device-plugin", release.device_plugin_version),
@@ -376,7 +388,7 @@ def operands(
 ) -> Iterator[tuple[str, Operand]]:
     """(pointer, operand) of each DaemonSet the release renders from the ClusterPolicy at pointer: the given
     release, else the one the stream names; the toolkit for the given engine's nodes, else for each engine's."""
-    version = release_given or release_of(stream, policy)[0]
+    version = release_for(stream, policy, release_given)[0]
     release = RELEASES[version]
     fields = _Fields(policy, pointer)
     namespace = _operator_namespace(stream)
@@ -404,8 +416,8 @@ def relocated(stream: Any, policy_pointer: str, policy: dict[str, Any], problem:
     which release rendered what."""
     version, runtime = problem.pointer[len(policy_pointer) + len(DERIVED) :].split("/")[:2]
     named, how = release_of(stream, policy)
-    if named != version:
-        how = "as --gpu-operator-version names"
+    if named != version:  # only --gpu-operator-version renders a release the input does not name
+        version, how = release_for(stream, policy, version)
     engine = None if runtime == ANY_ENGINE else runtime
     for pointer, operand in operands(stream, policy_pointer, policy, version, engine):
         if problem.pointer != pointer and not problem.pointer.startswith(pointer + "/"):

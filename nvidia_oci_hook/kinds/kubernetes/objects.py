@@ -449,15 +449,13 @@ class OperatorChoice:
     engine: Optional[str] = None
 
 
-def _with_operands(found: KubeObject, stream: Any, path: str, choice: Optional[OperatorChoice]) -> Iterator[KubeObject]:
-    """The object, and after a ClusterPolicy the operands its GPU Operator release renders from it."""
-    yield found
-    if found.kind == CLUSTER_POLICY:
-        from nvidia_oci_hook.kinds.kubernetes.gpu_operator import operands
+def _operands(policy: KubeObject, stream: Any, path: str, choice: Optional[OperatorChoice]) -> Iterator[KubeObject]:
+    """The operands the GPU Operator release renders from a ClusterPolicy."""
+    from nvidia_oci_hook.kinds.kubernetes.gpu_operator import operands
 
-        choice = choice or OperatorChoice()
-        for pointer, operand in operands(stream, found.pointer, found.value, choice.release, choice.engine):
-            yield KubeObject(pointer, "apps/v1", "DaemonSet", operand.value, path)
+    choice = choice or OperatorChoice()
+    for pointer, operand in operands(stream, policy.pointer, policy.value, choice.release, choice.engine):
+        yield KubeObject(pointer, "apps/v1", "DaemonSet", operand.value, path)
 
 
 def objects(stream: Any, path: str = "", operator: Optional[OperatorChoice] = None) -> Iterator[KubeObject]:
@@ -468,13 +466,17 @@ def objects(stream: Any, path: str = "", operator: Optional[OperatorChoice] = No
         pointer = f"/{index}"
         found = _object(pointer, value, path)
         if found is not None:
-            yield from _with_operands(found, stream, path, operator)
+            yield found
+            if found.kind == CLUSTER_POLICY:
+                yield from _operands(found, stream, path, operator)
             continue
         if isinstance(value, dict) and _text(value.get("kind")).endswith("List"):
             for item_index, item in enumerate(_list(value.get("items"))):
                 item_found = _object(f"{pointer}/items/{item_index}", item, path)
                 if item_found is not None:
-                    yield from _with_operands(item_found, stream, path, operator)
+                    yield item_found
+                    if item_found.kind == CLUSTER_POLICY:
+                        yield from _operands(item_found, stream, path, operator)
 
 
 @dataclass

@@ -176,16 +176,14 @@ def cluster_policy_cdi_engine_off(value: Any, context: Context) -> Iterator[Prob
     node = context.pod_node
     if node is None or node.cdi_off is None:
         return
-    from nvidia_oci_hook.kinds.kubernetes.gpu_operator import RELEASES, cdi_setting, release_of
+    from nvidia_oci_hook.kinds.kubernetes.gpu_operator import RELEASES, cdi_setting, release_for
     from nvidia_oci_hook.kinds.kubernetes.objects import CLUSTER_POLICY
     from nvidia_oci_hook.rules.kubernetes.common import document_objects
 
     for obj in document_objects(value, context):
         if obj.kind != CLUSTER_POLICY:
             continue
-        version, how = release_of(value, obj.value)
-        if context.gpu_operator_version is not None:
-            version, how = context.gpu_operator_version, "as --gpu-operator-version names"
+        version, how = release_for(value, obj.value, context.gpu_operator_version)
         release = RELEASES[version]
         enabled, pointer = cdi_setting(obj.pointer, obj.value, release)
         if not enabled or "envvar" in release.cdi_strategy.split(","):
